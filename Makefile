@@ -1,0 +1,37 @@
+# Two entry points on a fresh machine: `make train` and `make test`. Each creates the virtual
+# environment it needs. torch 2.13.0 (CPU) is installed first, so the project's `torch>=2.4`
+# range is already satisfied and pip never pulls a CUDA build.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+TORCH ?= torch==2.13.0
+
+.PHONY: train test lint format clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q $(TORCH)
+
+$(VENV)/.installed: $(BIN)/python pyproject.toml
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(BIN)/python pyproject.toml
+	$(BIN)/pip install -q -e ".[dev]"
+	touch $@ $(VENV)/.installed
+
+train: $(VENV)/.installed
+	$(BIN)/shoal train ppo --env CartPole-v1
+
+test: $(VENV)/.installed-dev
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/python -m pytest -q
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check --fix src tests benchmarks examples
+	$(BIN)/ruff format src tests benchmarks examples
+
+clean:
+	rm -rf $(VENV) build *.egg-info src/*.egg-info

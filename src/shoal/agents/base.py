@@ -1,0 +1,96 @@
+"""The agent contract: what an algorithm hands the runtime, which wires it on any launcher.
+
+An algorithm is a frozen config class, `make_networks`, an actor-side policy, a learner and a
+data path. The runtime imports this module only, never a particular agent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import numpy as np
+import torch
+from torch import nn
+
+from shoal.envs.spec import EnvSpec
+
+Weights = dict[str, torch.Tensor]
+
+
+@dataclass
+class Unroll:
+    """T steps of B environments, time-major, plus the step to bootstrap from.
+
+    Observations keep the env's dtype (uint8 frames stay uint8). `final_obs[k]` is the last
+    observation of the episode that was truncated at step `final_index[k] = (t, b)`: the
+    observation in `obs[t + 1, b]` is already the next episode's first one.
+    """
+
+    obs: np.ndarray  # [T + 1, B, ...]
+    actions: np.ndarray  # [T, B, ...] as the policy chose them (before clipping to bounds)
+    rewards: np.ndarray  # [T, B] float32
+    terminated: np.ndarray  # [T, B] bool
+    truncated: np.ndarray  # [T, B] bool
+    extras: dict[str, np.ndarray]  # [T, B, ...] what the policy returned while acting
+    final_obs: np.ndarray  # [K, ...]
+    final_index: np.ndarray  # [K, 2] int64 (t, b)
+    behaviour_version: int = 0  # learner version of the weights that acted
+
+    @property
+    def length(self) -> int:
+        return int(self.rewards.shape[0])
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.rewards.shape[1])
+
+
+class Policy(Protocol):
+    """The actor side: acts on a batch of observations with the latest weights it was given."""
+
+    version: int  # learner version of the weights in use
+
+    def act(self, obs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """`[E, ...] -> (env actions [E, ...], extras {name: [E, ...]})`."""
+        ...
+
+    def load_weights(self, weights: Weights, version: int) -> None: ...
+
+
+class Learner(Protocol):
+    """The learner side: owns the optimiser, consumes batches, publishes versioned weights."""
+
+    version: int
+
+    def update(self, batch: Any, progress: float) -> dict[str, float]:
+        """One learning step on `batch`; `progress` in [0, 1] is the fraction of the budget used."""
+        ...
+
+    def weights(self) -> Weights: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None: ...
+
+
+@dataclass(frozen=True)
+class Agent:
+    """Everything the runtime needs to run one algorithm."""
+
+    name: str
+    config_cls: type
+    make_networks: Callable[[EnvSpec, Any], nn.Module]
+    make_policy: Callable[[EnvSpec, Any, nn.Module, int], Policy]  # (spec, config, net, seed)
+    make_learner: Callable[[EnvSpec, Any, nn.Module], Learner]
+    make_eval_policy: Callable[[EnvSpec, Any, nn.Module, bool], EvalPolicy]
+    data: Literal["unroll", "replay"]
+    unroll_length: Callable[[Any], int]
+    validate: Callable[[Any, int], None] = field(default=lambda config, num_envs: None)
+
+
+class EvalPolicy(Protocol):
+    """A policy for evaluation and deployment: observations in, env actions out."""
+
+    def act(self, obs: np.ndarray) -> np.ndarray: ...

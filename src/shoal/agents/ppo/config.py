@@ -1,0 +1,62 @@
+"""PPO hyperparameters (Schulman et al. 2017, arXiv:1707.06347)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shoal.config import param
+from shoal.nets.mlp import Activation
+
+
+@dataclass(frozen=True, kw_only=True)
+class PPOConfig:
+    learning_rate: float = param(3e-4, "Adam step size at the start of training.")
+    anneal_lr: bool = param(True, "Decay the learning rate linearly to 0 over the budget.")
+    rollout_length: int = param(128, "Steps per environment between updates (T).")
+    num_epochs: int = param(4, "Passes over each rollout.")
+    minibatch_size: int = param(
+        256, "Samples per gradient step; at most rollout_length x num_envs."
+    )
+    gamma: float = param(0.99, "Discount factor.")
+    gae_lambda: float = param(0.95, "GAE lambda: 0 is TD(0), 1 is Monte-Carlo.")
+    clip_eps: float = param(0.2, "Clip range of the probability ratio.")
+    anneal_clip: bool = param(False, "Decay the clip range linearly to 0 over the budget.")
+    clip_value: bool = param(False, "Clip the value update around the rollout's values.")
+    value_coef: float = param(0.5, "Weight of the value loss.")
+    entropy_coef: float = param(0.0, "Weight of the entropy bonus.")
+    max_grad_norm: float = param(0.5, "Clip the global gradient norm to this (0 disables).")
+    normalize_advantages: bool = param(True, "Normalise advantages per minibatch.")
+    normalize_obs: bool = param(False, "Normalise observations by running statistics.")
+    normalize_reward: bool = param(False, "Scale rewards by the running std of discounted returns.")
+    hidden_sizes: tuple[int, ...] = param((64, 64), "Hidden layer widths of policy and value MLPs.")
+    activation: Activation = param("tanh", "Hidden activation.")
+    shared_torso: bool = param(False, "Share one torso between policy and value heads.")
+    init_log_std: float = param(0.0, "Initial log standard deviation of Gaussian actions.")
+    target_kl: float | None = param(None, "Stop the epochs of an update early past this KL.")
+
+    def __post_init__(self) -> None:
+        positive = ("learning_rate", "rollout_length", "num_epochs", "minibatch_size", "clip_eps")
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}.")
+        for name in ("gamma", "gae_lambda"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}.")
+        for name in ("value_coef", "entropy_coef", "max_grad_norm"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}.")
+        if not self.hidden_sizes or min(self.hidden_sizes) <= 0:
+            raise ValueError(f"hidden_sizes must be positive widths, got {self.hidden_sizes}.")
+        if self.target_kl is not None and self.target_kl <= 0:
+            raise ValueError(f"target_kl must be > 0 or None, got {self.target_kl}.")
+
+
+def validate(config: PPOConfig, num_envs: int) -> None:
+    """Checks that need the run's env count as well as the agent config."""
+    rollout = config.rollout_length * num_envs
+    if config.minibatch_size > rollout:
+        raise ValueError(
+            f"minibatch_size={config.minibatch_size} is larger than a rollout of "
+            f"rollout_length x num_envs = {config.rollout_length} x {num_envs} = {rollout}. "
+            f"Set --agent.minibatch-size to at most {rollout} or collect longer rollouts."
+        )

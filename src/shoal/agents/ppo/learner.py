@@ -1,0 +1,127 @@
+"""PPO's learner: targets for a rollout, then epochs of minibatch updates of the clipped loss."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+from shoal.agents.base import Unroll, Weights
+from shoal.agents.ppo.config import PPOConfig
+from shoal.agents.ppo.loss import Minibatch, ppo_loss, rollout_targets
+from shoal.agents.ppo.networks import ActorCritic
+from shoal.envs.spec import EnvSpec
+
+
+class PPOLearner:
+    def __init__(self, spec: EnvSpec, config: PPOConfig, net: ActorCritic) -> None:
+        self.config = config
+        self.net = net
+        self.optimizer = torch.optim.Adam(net.parameters(), lr=config.learning_rate, eps=1e-5)
+        self.version = 0
+        self._return_acc: np.ndarray | None = None  # per-env discounted returns, for reward scaling
+
+    def update(self, batch: Unroll, progress: float) -> dict[str, float]:
+        config, net = self.config, self.net
+        remaining = max(0.0, 1.0 - progress)
+        learning_rate = config.learning_rate * (remaining if config.anneal_lr else 1.0)
+        clip_eps = config.clip_eps * (remaining if config.anneal_clip else 1.0)
+        for group in self.optimizer.param_groups:
+            group["lr"] = learning_rate
+
+        length, width = batch.length, batch.batch_size
+        obs = torch.from_numpy(batch.obs)
+        terminated = torch.from_numpy(batch.terminated)
+        truncated = torch.from_numpy(batch.truncated)
+        rewards = torch.from_numpy(self._scaled_rewards(batch))
+        with torch.no_grad():
+            values = net.value(obs.flatten(0, 1)).view(length + 1, width)
+            v_t = values[1:].clone()
+            if len(batch.final_index):
+                t, b = torch.from_numpy(batch.final_index).unbind(1)
+                v_t[t, b] = net.value(torch.from_numpy(batch.final_obs))
+        advantages, returns = rollout_targets(
+            config, rewards, terminated, truncated, values[:-1], v_t
+        )
+        actions = batch.extras.get("action", batch.actions)
+        data = Minibatch(
+            obs=obs[:-1].flatten(0, 1),
+            actions=torch.from_numpy(actions).flatten(0, 1),
+            old_log_prob=torch.from_numpy(batch.extras["log_prob"]).flatten(),
+            old_values=values[:-1].flatten(),
+            advantages=advantages.flatten(),
+            returns=returns.flatten(),
+        )
+        metrics = self._optimise(data, clip_eps)
+        if net.obs_norm is not None:
+            # After the update, so the epochs saw the normalisation the actor acted with.
+            net.obs_norm.update(data.obs)
+        self.version += 1
+        y, v = returns.flatten(), values[:-1].flatten()
+        metrics["explained_variance"] = float(1 - (y - v).var() / y.var().clamp_min(1e-8))
+        metrics["learning_rate"] = learning_rate
+        return metrics
+
+    def _optimise(self, data: Minibatch, clip_eps: float) -> dict[str, float]:
+        config = self.config
+        size = data.obs.shape[0]
+        mb = config.minibatch_size
+        sums: dict[str, float] = {}
+        steps = 0
+        for _ in range(config.num_epochs):
+            order = torch.randperm(size)
+            epoch_kl = 0.0
+            for start in range(0, size - mb + 1, mb):
+                index = order[start : start + mb]
+                loss, diagnostics = ppo_loss(
+                    self.net, Minibatch(*(x[index] for x in data)), config, clip_eps
+                )
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                if config.max_grad_norm > 0:
+                    grad_norm = torch.nn.utils.clip_grad_norm_(
+                        self.net.parameters(), config.max_grad_norm
+                    )
+                    diagnostics["grad_norm"] = grad_norm
+                self.optimizer.step()
+                for key, value in diagnostics.items():
+                    sums[key] = sums.get(key, 0.0) + float(value)
+                steps += 1
+                epoch_kl = float(diagnostics["approx_kl"])
+            if config.target_kl is not None and epoch_kl > config.target_kl:
+                break
+        return {key: value / max(steps, 1) for key, value in sums.items()}
+
+    def _scaled_rewards(self, batch: Unroll) -> np.ndarray:
+        norm = self.net.reward_norm
+        if norm is None:
+            return batch.rewards
+        if self._return_acc is None or self._return_acc.shape[0] != batch.batch_size:
+            self._return_acc = np.zeros(batch.batch_size, np.float64)
+        # Running discounted return per env column (exact inline, where columns are fixed envs).
+        returns = np.empty_like(batch.rewards, dtype=np.float64)
+        ended = batch.terminated | batch.truncated
+        for t in range(batch.length):
+            self._return_acc = self._return_acc * self.config.gamma + batch.rewards[t]
+            returns[t] = self._return_acc
+            self._return_acc[ended[t]] = 0.0
+        norm.update(torch.from_numpy(returns))
+        scale = float((norm.var + norm.eps).sqrt())
+        return np.clip(batch.rewards / scale, -norm.clip, norm.clip).astype(np.float32)
+
+    def weights(self) -> Weights:
+        return {k: v.detach().clone() for k, v in self.net.state_dict().items()}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "network": self.net.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "version": self.version,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.net.load_state_dict(state["network"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.version = int(state["version"])

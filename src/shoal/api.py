@@ -1,0 +1,155 @@
+"""The Python entry points: `train`, `evaluate` and `load`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from shoal import experiment
+from shoal.checkpoint import load_latest
+from shoal.config import dump_yaml, write_atomically
+from shoal.envs.registry import make_env_factory
+from shoal.errors import CheckpointError, ConfigError
+from shoal.runtime.evaluate import EvalResult, evaluate_policy
+from shoal.runtime.inline import run_inline
+
+SUMMARY_FILE = "summary.json"
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    run_dir: Path
+    env_steps: int
+    episodes: int
+    stop_reason: str
+    train_return_mean: float | None
+    evaluation: EvalResult | None
+    summary: dict[str, Any]
+
+
+def train(
+    algo: str | None = None,
+    env: str | None = None,
+    *,
+    seed: int | None = None,
+    total_steps: int | None = None,
+    config: str | Path | None = None,
+    agent: dict[str, Any] | None = None,
+    run: dict[str, Any] | None = None,
+    resume: str | Path | None = None,
+) -> TrainResult:
+    """Train `algo` on `env` (or continue the run in `resume`) and evaluate the result.
+
+    `agent` and `run` override fields of the agent's config and of `RunConfig`, over the preset
+    for `env` and the YAML `config` file. Example: `shoal.train("ppo", "CartPole-v1", seed=1)`.
+    """
+    run = dict(run or {})
+    if total_steps is not None:
+        run["total_steps"] = total_steps
+    if resume is not None:
+        if algo or env or config or agent or seed is not None:
+            raise ConfigError(
+                "--resume continues a run as configured; only run settings such as "
+                "--total-steps or --max-time may be given with it."
+            )
+        run_dir = Path(resume)
+        resolved = experiment.read_run_dir(run_dir, run)
+        state = load_latest(run_dir / "checkpoints", resolved.algo)
+        if state is not None and state["env_steps"] >= resolved.run.total_steps:
+            raise ConfigError(
+                f"{run_dir} already finished its budget of {resolved.run.total_steps} steps. "
+                f"Pass a larger --total-steps to train it further."
+            )
+        spec = experiment.env_spec(resolved.env_id)
+        if run:
+            write_atomically(run_dir / experiment.CONFIG_FILE, dump_yaml(resolved.as_dict()))
+    else:
+        resolved = experiment.resolve(algo, env, seed, config, agent, run)
+        spec = experiment.env_spec(resolved.env_id)
+        run_dir = experiment.new_run_dir(resolved)
+        state = None
+    program = experiment.program(resolved, run_dir, spec)
+    counter = run_inline(program, state)
+
+    evaluation = None
+    if resolved.run.eval_episodes > 0:
+        evaluation = evaluate(run_dir, episodes=resolved.run.eval_episodes, deterministic=True)
+    summary = {
+        "algo": resolved.algo,
+        "env": resolved.env_id,
+        "seed": resolved.seed,
+        "env_steps": counter.env_steps,
+        "episodes": counter.episodes,
+        "updates": counter.updates,
+        "wall_time": round(counter.elapsed, 3),
+        "stop_reason": counter.stop_reason() or "interrupted",
+        "train_return_mean": counter.mean_return,
+        "target_reached_step": counter.target_reached_step,
+        "target_reached_unix_time": counter.target_reached_at,
+        "evaluation": evaluation.as_dict() if evaluation else None,
+    }
+    write_atomically(run_dir / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
+    return TrainResult(
+        run_dir,
+        counter.env_steps,
+        counter.episodes,
+        summary["stop_reason"],
+        counter.mean_return,
+        evaluation,
+        summary,
+    )
+
+
+class LoadedPolicy:
+    """A trained policy: `act(obs)` takes one observation or a batch and returns actions."""
+
+    def __init__(self, run_dir: Path, deterministic: bool = True) -> None:
+        self.run_dir = Path(run_dir)
+        resolved = experiment.read_run_dir(self.run_dir)
+        state = load_latest(self.run_dir / "checkpoints", resolved.algo)
+        if state is None:
+            raise CheckpointError(f"{run_dir} has no checkpoint yet; train it first.")
+        self.algo, self.env_id, self.config = resolved.algo, resolved.env_id, resolved.agent_config
+        self.seed = resolved.seed
+        self.spec = experiment.env_spec(resolved.env_id)
+        self.env_steps = int(state["env_steps"])
+        agent = resolved.agent
+        self.net = agent.make_networks(self.spec, self.config)
+        try:
+            self.net.load_state_dict(state["learner"]["network"])
+        except (RuntimeError, KeyError) as err:
+            raise CheckpointError(
+                f"The checkpoint in {run_dir} does not fit the network its config describes: {err}"
+            ) from None
+        self.net.eval()
+        self.policy = agent.make_eval_policy(self.spec, self.config, self.net, deterministic)
+
+    def act(self, obs: Any) -> np.ndarray:
+        batch = np.asarray(obs, dtype=self.spec.obs_dtype)
+        single = batch.shape == self.spec.obs_shape
+        actions = self.policy.act(batch[None] if single else batch)
+        return actions[0] if single else actions
+
+
+def load(run_dir: str | Path, deterministic: bool = True) -> LoadedPolicy:
+    """The policy of the newest checkpoint in `run_dir`."""
+    return LoadedPolicy(Path(run_dir), deterministic)
+
+
+def evaluate(
+    run_dir: str | Path, episodes: int = 10, deterministic: bool = True, seed: int | None = None
+) -> EvalResult:
+    """Mean return of the newest checkpoint in `run_dir` over `episodes` fresh episodes."""
+    if episodes <= 0:
+        raise ConfigError(f"episodes must be > 0, got {episodes}.")
+    policy = load(run_dir, deterministic)
+    torch.manual_seed(policy.seed)
+    # Evaluation seeds differ from training seeds so the agent meets episodes it has not seen.
+    eval_seed = policy.seed + 10_000 if seed is None else seed
+    factory = make_env_factory(policy.env_id)
+    return evaluate_policy(policy.policy, factory, policy.spec, episodes, eval_seed)

@@ -1,0 +1,46 @@
+"""The registry of agents and presets. Only the interface layer (cli, api) reads it."""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from shoal.agents.base import Agent
+from shoal.errors import ConfigError, did_you_mean
+
+# algorithm name -> (module holding AGENT, one-line description)
+AGENTS: dict[str, tuple[str, str]] = {
+    "ppo": (
+        "shoal.agents.ppo",
+        "Proximal Policy Optimisation with GAE (on-policy, discrete or continuous)",
+    ),
+}
+
+
+def get_agent(name: str) -> Agent:
+    """The `Agent` registered as `name`, or a ConfigError naming the known ones."""
+    if name not in AGENTS:
+        raise ConfigError(
+            f"Unknown algorithm {name!r}.{did_you_mean(name, AGENTS)} "
+            f"Known algorithms: {', '.join(sorted(AGENTS))} (see `shoal list`)."
+        )
+    return importlib.import_module(AGENTS[name][0]).AGENT
+
+
+@cache
+def presets(algo: str) -> dict[str, dict[str, Any]]:
+    """Tuned settings of `algo` per env id: {env_id: {"run": {...}, "agent": {...}}}."""
+    path = resources.files("shoal") / "presets" / f"{algo}.yaml"
+    if not path.is_file():
+        return {}
+    return yaml.safe_load(path.read_text()) or {}
+
+
+def preset_for(algo: str, env_id: str) -> dict[str, dict[str, Any]]:
+    """The preset of `algo` for `env_id` (an empty one where none is tuned)."""
+    preset = presets(algo).get(env_id, {})
+    return {"run": dict(preset.get("run", {})), "agent": dict(preset.get("agent", {}))}

@@ -1,0 +1,161 @@
+"""The `shoal` command line: train, eval, list.
+
+Run settings are flags (`--total-steps 50000`); agent settings are `--agent.FIELD VALUE`. A user
+mistake prints one paragraph and exits with code 2, with no traceback and no run directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from shoal import catalog
+from shoal.config import describe
+from shoal.errors import ShoalError
+from shoal.runtime.config import RunConfig
+
+EXIT_USAGE = 2
+
+
+def _run_option(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="shoal", description="Distributed deep reinforcement learning in PyTorch."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    train = sub.add_parser(
+        "train",
+        help="train an agent",
+        description="Train ALGO on --env, or continue a run with --resume RUN_DIR. "
+        "Agent settings: --agent.FIELD VALUE (list them with `shoal list ALGO`).",
+    )
+    train.add_argument("algo", nargs="?", help="algorithm, e.g. ppo (see `shoal list`)")
+    train.add_argument("--env", help="environment id, e.g. CartPole-v1, or package.module:function")
+    train.add_argument("--seed", help="random seed (default 0)")
+    train.add_argument("--config", help="YAML file with algo/env/seed/run/agent keys")
+    train.add_argument(
+        "--resume", metavar="RUN_DIR", help="continue a run from its last checkpoint"
+    )
+    for name, type_name, default, doc in describe(RunConfig):
+        train.add_argument(
+            _run_option(name),
+            dest=f"run.{name}",
+            metavar=type_name.upper(),
+            help=f"{doc} (default {default})",
+        )
+
+    evaluate = sub.add_parser("eval", help="evaluate a run's newest checkpoint")
+    evaluate.add_argument("run_dir")
+    evaluate.add_argument("--episodes", type=int, default=10)
+    evaluate.add_argument(
+        "--deterministic", action="store_true", help="take the most likely action (default: sample)"
+    )
+    evaluate.add_argument("--seed", type=int, default=None)
+
+    listing = sub.add_parser("list", help="algorithms, presets and their settings")
+    listing.add_argument("algo", nargs="?", help="show every setting of this algorithm")
+    return parser
+
+
+def _agent_overrides(extra: Sequence[str]) -> dict[str, str]:
+    """`--agent.field VALUE` and `--agent.field=VALUE` pairs; anything else is an error."""
+    overrides: dict[str, str] = {}
+    items = list(extra)
+    while items:
+        item = items.pop(0)
+        if not item.startswith("--agent."):
+            raise ShoalError(
+                f"Unknown option {item!r}. Agent settings are given as --agent.FIELD VALUE; "
+                "see `shoal train --help` and `shoal list ALGO`."
+            )
+        key, has_value, value = item[len("--agent.") :].partition("=")
+        if not has_value:
+            if not items or items[0].startswith("--"):
+                raise ShoalError(f"{item} needs a value, e.g. {item} 0.001.")
+            value = items.pop(0)
+        overrides[key.replace("-", "_")] = value
+    return overrides
+
+
+def _train(args: argparse.Namespace, extra: Sequence[str]) -> None:
+    from shoal import api  # torch is imported only when there is work to do
+
+    run = {
+        k[len("run.") :]: v for k, v in vars(args).items() if k.startswith("run.") and v is not None
+    }
+    result = api.train(
+        args.algo,
+        args.env,
+        seed=args.seed,
+        config=args.config,
+        agent=_agent_overrides(extra) or None,
+        run=run,
+        resume=args.resume,
+    )
+    mean = result.train_return_mean
+    print(f"run directory: {result.run_dir}")
+    print(
+        f"trained {result.env_steps} steps, {result.episodes} episodes, stopped by "
+        f"{result.stop_reason}; mean return of the last episodes: "
+        f"{'n/a' if mean is None else f'{mean:.2f}'}"
+    )
+    if result.evaluation is not None:
+        print(result.evaluation.line(deterministic=True))
+
+
+def _eval(args: argparse.Namespace) -> None:
+    from shoal import api
+
+    result = api.evaluate(args.run_dir, args.episodes, args.deterministic, args.seed)
+    print(result.line(args.deterministic))
+
+
+def _list(args: argparse.Namespace) -> None:
+    if args.algo:
+        agent = catalog.get_agent(args.algo)
+        print(
+            f"{args.algo}: {catalog.AGENTS[args.algo][1]}\n\nagent settings (--agent.FIELD VALUE):"
+        )
+        for name, type_name, default, doc in describe(agent.config_cls):
+            print(f"  {name:<24} {type_name:<16} {default!s:<10} {doc}")
+        for env_id, preset in catalog.presets(args.algo).items():
+            print(f"\npreset {env_id}: {preset}")
+        return
+    print("algorithms:")
+    for name, (_, doc) in catalog.AGENTS.items():
+        envs = ", ".join(catalog.presets(name)) or "none"
+        print(f"  {name:<8} {doc}\n           presets: {envs}")
+    print(
+        "\nenvironments:\n  any Gymnasium id (e.g. CartPole-v1, Pendulum-v1)"
+        "\n  a factory 'package.module:function' returning a gymnasium.Env"
+    )
+    print("\nmore: `shoal list ALGO` shows an algorithm's settings and presets.")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    try:
+        if args.command == "train":
+            _train(args, extra)
+        else:
+            if extra:
+                parser.error(f"unrecognized arguments: {' '.join(extra)}")
+            {"eval": _eval, "list": _list}[args.command](args)
+    except ShoalError as err:
+        print(f"shoal: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("shoal: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+def _entry() -> Any:
+    sys.exit(main())

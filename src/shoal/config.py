@@ -1,0 +1,196 @@
+"""Frozen config dataclasses: one-line docs per field, loading from YAML and command-line strings.
+
+Every config in shoal is a `@dataclass(frozen=True, kw_only=True)` whose fields are declared with
+`param(default, "one-line doc")`. The doc is the command-line help. Mappings (YAML) and strings
+(command line) are converted to the declared field types here, and every mistake becomes a
+`ConfigError` that names the key and says what to set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+import types
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import yaml
+
+from shoal.errors import ConfigError, did_you_mean
+
+T = TypeVar("T")
+
+_TRUE = {"true", "yes", "1", "on"}
+_FALSE = {"false", "no", "0", "off"}
+
+
+def param(default: Any, doc: str) -> Any:
+    """A config field with its default and the one-line doc used as command-line help."""
+    return dataclasses.field(default=default, metadata={"doc": doc})
+
+
+def field_doc(field: dataclasses.Field[Any]) -> str:
+    return str(field.metadata.get("doc", ""))
+
+
+def field_types(cls: type) -> dict[str, Any]:
+    """Resolved type hints of a config dataclass (they are strings under `from __future__`)."""
+    return typing.get_type_hints(cls)
+
+
+def _type_name(tp: Any) -> str:
+    if typing.get_origin(tp) is Literal:
+        return " | ".join(repr(a) for a in typing.get_args(tp))
+    return getattr(tp, "__name__", str(tp)).replace("NoneType", "None")
+
+
+def coerce(tp: Any, value: Any, key: str) -> Any:
+    """Convert `value` (a YAML scalar or a command-line string) to `tp`, or raise ConfigError."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        is_none = value is None or (isinstance(value, str) and value.lower() in ("none", "null"))
+        if is_none and type(None) in args:
+            return None
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return coerce(arg, value, key)
+            except ConfigError:
+                continue
+        raise ConfigError(f"{key}={value!r} is not a {_type_name(tp)}.")
+    if origin is Literal:
+        choices = typing.get_args(tp)
+        for choice in choices:
+            if value == choice or (isinstance(value, str) and str(choice) == value):
+                return choice
+        raise ConfigError(
+            f"{key}={value!r} is not one of {', '.join(repr(c) for c in choices)}."
+            + did_you_mean(str(value), [str(c) for c in choices])
+        )
+    if origin is tuple:
+        item_type = typing.get_args(tp)[0]
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, list | tuple):
+            raise ConfigError(f"{key}={value!r} must be a list, e.g. 64,64.")
+        return tuple(
+            coerce(item_type, item.strip() if isinstance(item, str) else item, key)
+            for item in items
+            if item != ""
+        )
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in _TRUE | _FALSE:
+            return value.lower() in _TRUE
+        raise ConfigError(f"{key}={value!r} must be true or false.")
+    if tp is int:
+        if isinstance(value, bool):
+            raise ConfigError(f"{key}={value!r} must be an integer.")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            try:
+                number = float(value.replace("_", ""))
+            except ValueError:
+                number = None
+            if number is not None and number.is_integer():
+                return int(number)
+        raise ConfigError(f"{key}={value!r} must be an integer (e.g. 100000 or 1e5).")
+    if tp is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        raise ConfigError(f"{key}={value!r} must be a number.")
+    if tp is str:
+        if isinstance(value, str | int | float) and not isinstance(value, bool):
+            return str(value)
+        raise ConfigError(f"{key}={value!r} must be a string.")
+    raise ConfigError(f"{key}: unsupported field type {tp!r}.")  # a bug in a config class
+
+
+def build(cls: type[T], values: Mapping[str, Any], where: str = "config") -> T:
+    """Instantiate config class `cls` from a mapping, checking every key and value."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    hints = field_types(cls)
+    kwargs = {}
+    for key, value in values.items():
+        name = key.replace("-", "_")
+        if name not in fields:
+            raise ConfigError(
+                f"Unknown key {where}.{key}.{did_you_mean(name, fields)} "
+                f"Valid keys of {where}: {', '.join(sorted(fields))}."
+            )
+        kwargs[name] = coerce(hints[name], value, f"{where}.{name}")
+    try:
+        return cls(**kwargs)
+    except (ValueError, TypeError) as err:
+        raise ConfigError(f"Invalid {where}: {err}") from None
+
+
+def replace(config: T, values: Mapping[str, Any], where: str = "config") -> T:
+    """A copy of `config` with `values` applied (checked like `build`)."""
+    merged = {**to_dict(config), **values}
+    return build(type(config), merged, where)
+
+
+def to_dict(config: Any) -> dict[str, Any]:
+    """Plain YAML-friendly dict of a config dataclass (tuples become lists)."""
+    out = {}
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        out[f.name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def describe(cls: type) -> list[tuple[str, str, Any, str]]:
+    """(name, type name, default, doc) for each field: what `shoal list` and `--help` print."""
+    hints = field_types(cls)
+    return [
+        (f.name, _type_name(hints[f.name]), f.default, field_doc(f))
+        for f in dataclasses.fields(cls)
+    ]
+
+
+def load_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a YAML mapping, with a clear error for a missing file or bad syntax."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"Config file {str(path)!r} does not exist.")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError(f"Config file {str(path)!r} is not valid YAML: {err}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"Config file {str(path)!r} must hold a mapping of keys to values.")
+    return data
+
+
+def write_atomically(path: str | os.PathLike[str], data: bytes | str) -> None:
+    """Write `data` to `path` so that a reader sees the old file or the new one, never half."""
+    path = Path(path)
+    mode = "wb" if isinstance(data, bytes) else "w"
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode) as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def dump_yaml(data: Mapping[str, Any]) -> str:
+    return yaml.safe_dump(dict(data), sort_keys=False)

@@ -1,0 +1,174 @@
+"""Resolve what a user asked for into a Program: configs layered, checked, and a run directory.
+
+Layers, later wins: the agent's defaults, the preset for the env id, a YAML config file, then
+explicit overrides. Everything is checked before the run directory is created, so a mistake
+leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from shoal import catalog, config
+from shoal.agents.base import Agent
+from shoal.envs.registry import make_env_factory
+from shoal.envs.spec import EnvSpec
+from shoal.errors import ConfigError, EnvError, ShoalError
+from shoal.runtime.config import RunConfig
+from shoal.runtime.program import Program
+
+CONFIG_FILE = "config.yaml"
+_FILE_KEYS = ("algo", "env", "seed", "run", "agent")
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A checked experiment that has no run directory yet."""
+
+    algo: str
+    agent: Agent
+    env_id: str
+    seed: int
+    run: RunConfig
+    agent_config: Any
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "algo": self.algo,
+            "env": self.env_id,
+            "seed": self.seed,
+            "run": config.to_dict(self.run),
+            "agent": config.to_dict(self.agent_config),
+        }
+
+
+def read_config_file(path: str | Path | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    data = config.load_yaml(path)
+    for key in data:
+        if key not in _FILE_KEYS:
+            raise ConfigError(
+                f"Unknown key {key!r} in {path}.{config.did_you_mean(key, _FILE_KEYS)} "
+                f"Valid top-level keys: {', '.join(_FILE_KEYS)}."
+            )
+    for section in ("run", "agent"):
+        if not isinstance(data.get(section, {}), dict):
+            raise ConfigError(f"{section!r} in {path} must be a mapping of keys to values.")
+    return data
+
+
+def resolve(
+    algo: str | None,
+    env_id: str | None,
+    seed: int | None = None,
+    config_file: str | Path | None = None,
+    agent_overrides: dict[str, Any] | None = None,
+    run_overrides: dict[str, Any] | None = None,
+) -> Resolved:
+    """Check and layer every setting; raises a ShoalError subclass on the first mistake."""
+    file = read_config_file(config_file)
+    algo = algo or file.get("algo")
+    env_id = env_id or file.get("env")
+    if not algo:
+        raise ConfigError("Name an algorithm, e.g. `shoal train ppo --env CartPole-v1`.")
+    if not env_id:
+        raise ConfigError(
+            f"Name an environment with --env, e.g. `shoal train {algo} --env CartPole-v1`."
+        )
+    agent = catalog.get_agent(algo)
+    make_env_factory(env_id)  # unknown ids fail here, before anything is written
+    preset = catalog.preset_for(algo, env_id)
+    run = config.build(
+        RunConfig, {**preset["run"], **file.get("run", {}), **(run_overrides or {})}, "run"
+    )
+    agent_config = config.build(
+        agent.config_cls,
+        {**preset["agent"], **file.get("agent", {}), **(agent_overrides or {})},
+        "agent",
+    )
+    try:
+        agent.validate(agent_config, run.num_envs)
+    except ValueError as err:
+        raise ConfigError(f"Invalid agent config: {err}") from None
+    seed = config.coerce(int, seed if seed is not None else file.get("seed", 0), "seed")
+    return Resolved(algo, agent, env_id, seed, run, agent_config)
+
+
+def env_spec(env_id: str) -> EnvSpec:
+    """Spaces of `env_id`, read from one env that is then closed."""
+    try:
+        env = make_env_factory(env_id)()
+    except ShoalError:
+        raise
+    except Exception as err:
+        raise EnvError(
+            f"Making environment {env_id!r} failed: {type(err).__name__}: {err}"
+        ) from None
+    try:
+        return EnvSpec.from_env(env_id, env)
+    finally:
+        env.close()
+
+
+def new_run_dir(resolved: Resolved) -> Path:
+    """Create `runs_dir/<name>` (never reusing one) and write the resolved config into it."""
+    root = Path(resolved.run.runs_dir)
+    name = resolved.run.run_name
+    if name is None:
+        env = re.sub(r"[^A-Za-z0-9._-]+", "_", resolved.env_id)
+        name = f"{resolved.algo}-{env}-{time.strftime('%Y%m%d-%H%M%S')}"
+    root.mkdir(parents=True, exist_ok=True)
+    run_dir = root / name
+    suffix = 1
+    while True:
+        try:
+            run_dir.mkdir()
+            break
+        except FileExistsError:
+            if resolved.run.run_name is not None:
+                raise ConfigError(
+                    f"Run directory {run_dir} already exists. Resume it with "
+                    f"`shoal train --resume {run_dir}` or choose another --run-name."
+                ) from None
+            suffix += 1
+            run_dir = root / f"{name}-{suffix}"
+    config.write_atomically(run_dir / CONFIG_FILE, config.dump_yaml(resolved.as_dict()))
+    return run_dir
+
+
+def read_run_dir(run_dir: str | Path, run_overrides: dict[str, Any] | None = None) -> Resolved:
+    """The resolved config stored in a run directory, with `run_overrides` applied."""
+    path = Path(run_dir) / CONFIG_FILE
+    if not path.is_file():
+        raise ConfigError(
+            f"{run_dir} is not a shoal run directory (no {CONFIG_FILE}). "
+            "Pass a directory created by `shoal train`, e.g. runs/ppo-CartPole-v1-20260101-120000."
+        )
+    data = config.load_yaml(path)
+    resolved = resolve(
+        data.get("algo"),
+        data.get("env"),
+        data.get("seed"),
+        None,
+        data.get("agent", {}),
+        {**data.get("run", {}), **(run_overrides or {})},
+    )
+    return resolved
+
+
+def program(resolved: Resolved, run_dir: Path, spec: EnvSpec) -> Program:
+    return Program(
+        agent=resolved.agent,
+        agent_config=resolved.agent_config,
+        run=resolved.run,
+        env_id=resolved.env_id,
+        env_factory=make_env_factory(resolved.env_id),
+        spec=spec,
+        seed=resolved.seed,
+        run_dir=run_dir,
+    )

@@ -1,0 +1,45 @@
+"""Pure RL math: returns, advantages, policy losses and action distributions.
+
+Stateless functions on time-major `[T, B]` tensors (or any shape where no time axis exists), in
+the style of rlax: one topic per module, shape checks on entry, a paper reference per op. This
+package imports only torch, numpy and the standard library.
+"""
+
+from shoal.ops.advantages import generalized_advantage_estimation, normalize_advantages
+from shoal.ops.distributions import (
+    categorical_entropy,
+    categorical_log_prob,
+    categorical_sample,
+    gaussian_entropy,
+    gaussian_log_prob,
+    gaussian_sample,
+)
+from shoal.ops.policy_losses import (
+    approx_kl,
+    clip_fraction,
+    clipped_surrogate_loss,
+    clipped_value_loss,
+    huber_loss,
+    value_loss,
+)
+from shoal.ops.returns import discounted_returns, lambda_returns, n_step_returns
+
+__all__ = [
+    "approx_kl",
+    "categorical_entropy",
+    "categorical_log_prob",
+    "categorical_sample",
+    "clip_fraction",
+    "clipped_surrogate_loss",
+    "clipped_value_loss",
+    "discounted_returns",
+    "gaussian_entropy",
+    "gaussian_log_prob",
+    "gaussian_sample",
+    "generalized_advantage_estimation",
+    "huber_loss",
+    "lambda_returns",
+    "n_step_returns",
+    "normalize_advantages",
+    "value_loss",
+]

@@ -1,0 +1,68 @@
+"""The actor loop for unroll-based agents: step a vector env T times and assemble an Unroll."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from shoal.agents.base import Policy, Unroll
+from shoal.envs.vector import InProcessVectorEnv
+
+
+class UnrollCollector:
+    """Collects `[T, E]` unrolls from one vector env, carrying the last observation over."""
+
+    def __init__(self, env: InProcessVectorEnv, policy: Policy, length: int) -> None:
+        self.env = env
+        self.policy = policy
+        self.length = length
+        self.obs = env.reset()
+        self.finished_returns: list[float] = []
+        self.finished_lengths: list[int] = []
+
+    def collect(self) -> Unroll:
+        """T steps of every env. Episode statistics accumulate in `finished_*` until drained."""
+        length, num_envs = self.length, self.env.num_envs
+        obs = np.empty((length + 1, *self.obs.shape), self.obs.dtype)
+        rewards = np.empty((length, num_envs), np.float32)
+        terminated = np.empty((length, num_envs), bool)
+        truncated = np.empty((length, num_envs), bool)
+        actions_list, extras_list = [], []
+        final_obs, final_index = [], []
+        for t in range(length):
+            obs[t] = self.obs
+            actions, extras = self.policy.act(self.obs)
+            step = self.env.step(actions)
+            actions_list.append(actions)
+            extras_list.append(extras)
+            rewards[t] = step.reward
+            terminated[t] = step.terminated
+            truncated[t] = step.truncated
+            for b, last in step.final_obs.items():
+                if step.truncated[b] and not step.terminated[b]:
+                    final_obs.append(last)
+                    final_index.append((t, b))
+            self.finished_returns += step.episode_returns
+            self.finished_lengths += step.episode_lengths
+            self.obs = step.obs
+        obs[length] = self.obs
+        extras = {k: np.stack([e[k] for e in extras_list]) for k in extras_list[0]}
+        return Unroll(
+            obs=obs,
+            actions=np.stack(actions_list),
+            rewards=rewards,
+            terminated=terminated,
+            truncated=truncated,
+            extras=extras,
+            final_obs=(
+                np.stack(final_obs)
+                if final_obs
+                else np.empty((0, *self.obs.shape[1:]), self.obs.dtype)
+            ),
+            final_index=np.array(final_index, np.int64).reshape(-1, 2),
+            behaviour_version=getattr(self.policy, "version", 0),
+        )
+
+    def drain_episodes(self) -> tuple[list[float], list[int]]:
+        returns, lengths = self.finished_returns, self.finished_lengths
+        self.finished_returns, self.finished_lengths = [], []
+        return returns, lengths

@@ -1,0 +1,67 @@
+"""Counts steps, episodes and updates, and decides when a run stops."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from shoal.runtime.config import RunConfig
+
+
+@dataclass
+class Counter:
+    """Progress of a run. Wall time continues across resumes via `elapsed_before`."""
+
+    config: RunConfig
+    env_steps: int = 0
+    episodes: int = 0
+    updates: int = 0
+    elapsed_before: float = 0.0
+    recent_returns: deque[float] = field(default_factory=deque)
+    recent_lengths: deque[int] = field(default_factory=deque)
+    target_reached_at: float | None = None  # unix time when stop_at_return was first met
+    target_reached_step: int | None = None
+    started: float = field(default_factory=time.time)
+
+    def __post_init__(self) -> None:
+        window = self.config.return_window
+        self.recent_returns = deque(self.recent_returns, maxlen=window)
+        self.recent_lengths = deque(self.recent_lengths, maxlen=window)
+
+    @property
+    def elapsed(self) -> float:
+        return self.elapsed_before + time.time() - self.started
+
+    @property
+    def mean_return(self) -> float | None:
+        if not self.recent_returns:
+            return None
+        return sum(self.recent_returns) / len(self.recent_returns)
+
+    def add_episodes(self, returns: list[float], lengths: list[int]) -> None:
+        self.episodes += len(returns)
+        self.recent_returns.extend(returns)
+        self.recent_lengths.extend(lengths)
+        target = self.config.stop_at_return
+        full = len(self.recent_returns) == self.config.return_window
+        mean = self.mean_return
+        if target is not None and self.target_reached_at is None and full and mean >= target:
+            self.target_reached_at = time.time()
+            self.target_reached_step = self.env_steps
+
+    def progress(self) -> float:
+        """Fraction of the budget used, in [0, 1]: steps or wall time, whichever is further."""
+        done = self.env_steps / self.config.total_steps
+        if self.config.max_time is not None:
+            done = max(done, self.elapsed / self.config.max_time)
+        return min(1.0, done)
+
+    def stop_reason(self) -> str | None:
+        if self.env_steps >= self.config.total_steps:
+            return "total_steps"
+        if self.config.max_time is not None and self.elapsed >= self.config.max_time:
+            return "max_time"
+        if self.target_reached_at is not None:
+            return "stop_at_return"
+        return None
