@@ -31,6 +31,8 @@ def list_checkpoints(directory: Path) -> list[Path]:
 def save_checkpoint(directory: Path, env_steps: int, payload: dict[str, Any], keep: int) -> Path:
     """Write `payload` as the checkpoint for `env_steps`, then delete all but the newest `keep`."""
     directory.mkdir(parents=True, exist_ok=True)
+    for stale in directory.glob(".step-*.tmp"):  # left by a process killed mid-write
+        stale.unlink(missing_ok=True)
     buffer = io.BytesIO()
     torch.save({"format": FORMAT, **payload}, buffer)
     path = checkpoint_path(directory, env_steps)
@@ -60,7 +62,7 @@ def load_checkpoint(path: Path, algo: str | None = None) -> dict[str, Any]:
 
 
 def load_latest(directory: Path, algo: str | None = None) -> dict[str, Any] | None:
-    """The newest checkpoint that loads, or None; a damaged newest one falls back to an older one."""
+    """The newest checkpoint that loads, or None; a damaged newest falls back to an older one."""
     errors = []
     for path in reversed(list_checkpoints(directory)):
         try:

@@ -63,27 +63,38 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _agent_overrides(extra: Sequence[str]) -> dict[str, str]:
-    """`--agent.field VALUE` and `--agent.field=VALUE` pairs; anything else is an error."""
+def _split_agent_overrides(argv: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """Take `--agent.FIELD VALUE` and `--agent.FIELD=VALUE` out of argv, before argparse.
+
+    The fields depend on the algorithm, so argparse cannot declare them; they are checked
+    against the agent's config class later, with the valid names listed on a mistake.
+    """
+    rest: list[str] = []
     overrides: dict[str, str] = {}
-    items = list(extra)
+    items = list(argv)
     while items:
         item = items.pop(0)
         if not item.startswith("--agent."):
-            raise ShoalError(
-                f"Unknown option {item!r}. Agent settings are given as --agent.FIELD VALUE; "
-                "see `shoal train --help` and `shoal list ALGO`."
-            )
+            rest.append(item)
+            continue
         key, has_value, value = item[len("--agent.") :].partition("=")
         if not has_value:
-            if not items or items[0].startswith("--"):
+            if not items or (items[0].startswith("--") and not _is_number(items[0])):
                 raise ShoalError(f"{item} needs a value, e.g. {item} 0.001.")
             value = items.pop(0)
         overrides[key.replace("-", "_")] = value
-    return overrides
+    return rest, overrides
 
 
-def _train(args: argparse.Namespace, extra: Sequence[str]) -> None:
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _train(args: argparse.Namespace, agent_overrides: dict[str, str]) -> None:
     from shoal import api  # torch is imported only when there is work to do
 
     run = {
@@ -94,7 +105,7 @@ def _train(args: argparse.Namespace, extra: Sequence[str]) -> None:
         args.env,
         seed=args.seed,
         config=args.config,
-        agent=_agent_overrides(extra) or None,
+        agent=agent_overrides or None,
         run=run,
         resume=args.resume,
     )
@@ -139,14 +150,14 @@ def _list(args: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
-    args, extra = parser.parse_known_args(argv)
     try:
+        rest, agent_overrides = _split_agent_overrides(sys.argv[1:] if argv is None else argv)
+        args = _parser().parse_args(rest)  # exits with code 2 and usage on a malformed line
         if args.command == "train":
-            _train(args, extra)
+            _train(args, agent_overrides)
+        elif agent_overrides:
+            raise ShoalError("--agent.FIELD settings belong to `shoal train`.")
         else:
-            if extra:
-                parser.error(f"unrecognized arguments: {' '.join(extra)}")
             {"eval": _eval, "list": _list}[args.command](args)
     except ShoalError as err:
         print(f"shoal: error: {err}", file=sys.stderr)

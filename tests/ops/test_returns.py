@@ -19,40 +19,43 @@ def random_episodes(t: int, b: int, seed: int, dtype: torch.dtype = torch.float6
     truncated = (torch.rand(t, b, generator=g) < 0.15) & ~terminated
     r_t = torch.randn(t, b, generator=g, dtype=dtype)
     v_t = torch.randn(t, b, generator=g, dtype=dtype)
-    discount_t = (GAMMA * (~terminated).to(dtype)).to(dtype)
+    discount_t = GAMMA * (~terminated).to(dtype)
     return r_t, discount_t, v_t, terminated | truncated, terminated, truncated
 
 
-# ---- references, straight from the equations (Sutton & Barto 2018) -------------------------
+# ---- references, straight from the equations (Sutton & Barto 2018), one (t, b) at a time ----
+
+
+def table(fn, like):
+    """Evaluate the scalar reference fn(t, b) for every entry of a [T, B] array."""
+    horizon, batch = like.shape
+    return np.array([[fn(t, b) for b in range(batch)] for t in range(horizon)], dtype=np.float64)
 
 
 def ref_discounted(r, gamma, bootstrap):
     """G_t = Σ_{k=t}^{T-1} (Π_{j=t}^{k-1} γ_j) R_{k} + (Π_{j=t}^{T-1} γ_j) V_boot (eq. 3.8)."""
     r, gamma, bootstrap = (np.asarray(x, dtype=np.float64) for x in (r, gamma, bootstrap))
-    horizon, batch = r.shape
-    out = np.zeros((horizon, batch))
-    for b in range(batch):
-        for t in range(horizon):
-            total, weight = 0.0, 1.0
-            for k in range(t, horizon):
-                total += weight * r[k, b]
-                weight *= gamma[k, b]
-            out[t, b] = total + weight * bootstrap[b]
-    return out
 
+    def g(t, b):
+        total, weight = 0.0, 1.0
+        for k in range(t, r.shape[0]):
+            total += weight * r[k, b]
+            weight *= gamma[k, b]
+        return total + weight * bootstrap[b]
 
-def ref_first_end(end, t, b):
-    """Steps from t to the first episode end at or after t (inclusive), capped by the sequence."""
-    horizon = end.shape[0]
-    for k in range(t, horizon):
-        if end[k, b]:
-            return k - t + 1
-    return horizon - t
+    return table(g, r)
 
 
 def ref_n_step_one(r, gamma, v, end, t, b, n):
-    """G_{t:t+m} = Σ_{k<m} (Π_{j<k} γ_{t+j}) R_{t+k} + (Π_{j<m} γ_{t+j}) V(S_{t+m}) (eq. 7.1)."""
-    m = min(n, ref_first_end(end, t, b))
+    """G_{t:t+m} = Σ_{k<m} (Π_{j<k} γ_{t+j}) R_{t+k} + (Π_{j<m} γ_{t+j}) V(S_{t+m}) (eq. 7.1).
+
+    m = n, shortened to the end of the sequence and to the first episode end at or after t.
+    """
+    m = min(n, r.shape[0] - t)
+    for k in range(m):
+        if end[t + k, b]:
+            m = k + 1
+            break
     total, weight = 0.0, 1.0
     for k in range(m):
         total += weight * r[t + k, b]
@@ -62,12 +65,7 @@ def ref_n_step_one(r, gamma, v, end, t, b, n):
 
 def ref_n_step(r, gamma, v, end, n):
     r, gamma, v, end = (np.asarray(x, dtype=np.float64) for x in (r, gamma, v, end))
-    horizon, batch = r.shape
-    out = np.zeros((horizon, batch))
-    for b in range(batch):
-        for t in range(horizon):
-            out[t, b] = ref_n_step_one(r, gamma, v, end, t, b, n)
-    return out
+    return table(lambda t, b: ref_n_step_one(r, gamma, v, end, t, b, n), r)
 
 
 def ref_lambda(r, gamma, v, lam, end):
@@ -77,20 +75,20 @@ def ref_lambda(r, gamma, v, lam, end):
     λ_t = λ[t] (1 - end[t]), and λ_{T-1} = 0 so the weights sum to one within the sequence.
     """
     r, gamma, v, lam, end = (np.asarray(x, dtype=np.float64) for x in (r, gamma, v, lam, end))
-    horizon, batch = r.shape
     lam_t = lam * (1.0 - end)
     lam_t[-1] = 0.0
     no_end = np.zeros_like(end)
-    out = np.zeros((horizon, batch))
-    for b in range(batch):
-        for t in range(horizon):
-            total, trace = 0.0, 1.0
-            for n in range(1, horizon - t + 1):
-                g_n = ref_n_step_one(r, gamma, v, no_end, t, b, n)
-                total += trace * (1.0 - lam_t[t + n - 1, b]) * g_n
-                trace *= lam_t[t + n - 1, b]
-            out[t, b] = total
-    return out
+
+    def g(t, b):
+        total, trace = 0.0, 1.0
+        for n in range(1, r.shape[0] - t + 1):
+            total += (
+                trace * (1.0 - lam_t[t + n - 1, b]) * ref_n_step_one(r, gamma, v, no_end, t, b, n)
+            )
+            trace *= lam_t[t + n - 1, b]
+        return total
+
+    return table(g, r)
 
 
 # ---- discounted_returns -----------------------------------------------------------------------
@@ -132,14 +130,10 @@ def test_lambda_returns_matches_reference(t, b, lam):
 def test_lambda_returns_tensor_lambda_matches_reference():
     r, d, v, end, _, _ = random_episodes(9, 4, seed=3)
     lam = torch.rand(9, 4, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
-    got = lambda_returns(r, d, v, lam, end)
-    np.testing.assert_allclose(got.numpy(), ref_lambda(r, d, v, lam, end), atol=1e-6)
-    # A [T, 1] λ broadcasts over the batch.
-    lam_col = lam[:, :1]
-    got = lambda_returns(r, d, v, lam_col, end)
-    np.testing.assert_allclose(
-        got.numpy(), ref_lambda(r, d, v, lam_col.expand(9, 4), end), atol=1e-6
-    )
+    for lam_in in (lam, lam[:, :1]):  # [T, B], and [T, 1] broadcast over the batch
+        got = lambda_returns(r, d, v, lam_in, end)
+        expected = ref_lambda(r, d, v, lam_in.expand(9, 4), end)
+        np.testing.assert_allclose(got.numpy(), expected, atol=1e-6)
 
 
 def test_lambda_returns_hand_case():
@@ -164,9 +158,10 @@ def test_lambda_one_is_monte_carlo(t, b):
 
 
 @pytest.mark.parametrize(("t", "b"), SHAPES)
-def test_lambda_zero_is_td0(t, b):
+def test_lambda_zero_and_one_step_are_td0(t, b):
     r, d, v, end, _, _ = random_episodes(t, b, seed=7)
     torch.testing.assert_close(lambda_returns(r, d, v, 0.0, end), r + d * v)
+    torch.testing.assert_close(n_step_returns(r, d, v, 1, end), r + d * v)
 
 
 # ---- n_step_returns ---------------------------------------------------------------------------
@@ -194,12 +189,6 @@ def test_n_step_returns_hand_case():
     torch.testing.assert_close(
         n_step_returns(r, d, v, 2, end), torch.tensor([[6.0], [11.0], [18.0]])
     )
-
-
-@pytest.mark.parametrize(("t", "b"), SHAPES)
-def test_n_step_one_is_td0(t, b):
-    r, d, v, end, _, _ = random_episodes(t, b, seed=8)
-    torch.testing.assert_close(n_step_returns(r, d, v, 1, end), r + d * v)
 
 
 # ---- properties shared by the return ops ------------------------------------------------------
@@ -262,21 +251,13 @@ def test_batched_equals_looped(name):
 
 
 @pytest.mark.parametrize("name", sorted(RETURN_OPS))
-def test_float32_matches_float64(name):
+def test_float32_and_no_gradient_reaches_targets(name):
     op = RETURN_OPS[name]
     r, d, v, end, _, _ = random_episodes(12, 3, seed=12)
     got = op(r.float(), d.float(), v.float(), end.float())
     assert got.dtype == torch.float32
     torch.testing.assert_close(got.double(), op(r, d, v, end), atol=1e-5, rtol=1e-5)
-
-
-@pytest.mark.parametrize("name", sorted(RETURN_OPS))
-def test_no_gradient_reaches_targets(name):
-    op = RETURN_OPS[name]
-    r, d, v, end, _, _ = random_episodes(5, 2, seed=13)
-    r.requires_grad_(True)
-    v.requires_grad_(True)
-    out = op(r, d, v, end)
+    out = op(r.requires_grad_(True), d, v.requires_grad_(True), end)
     assert not out.requires_grad
     assert out.grad_fn is None
 

@@ -7,6 +7,7 @@ argument, instead of broadcasting silently or failing deep inside torch.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from numbers import Real
 
 import torch
 from torch import Tensor
@@ -78,20 +79,27 @@ def lambda_per_step(lambda_: float | Tensor, ref_name: str, ref: Tensor) -> Tens
     if isinstance(lambda_, Tensor):
         check_broadcastable_to("lambda_", lambda_, ref_name, ref)
         return lambda_.to(ref.dtype).expand(ref.shape)
-    if isinstance(lambda_, bool) or not isinstance(lambda_, int | float):
+    if isinstance(lambda_, bool) or not isinstance(lambda_, Real):
         raise ValueError(f"lambda_ must be a float or a tensor, got {type(lambda_).__name__}")
-    if not 0.0 <= lambda_ <= 1.0:
-        raise ValueError(f"lambda_ must lie in [0, 1], got {lambda_}")
-    return torch.full_like(ref, float(lambda_))
+    value = float(lambda_)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"lambda_ must lie in [0, 1], got {value}")
+    return torch.full_like(ref, value)
+
+
+def _finite_number(name: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, Real) or not abs(value) < float("inf"):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
 
 
 def check_nonnegative(name: str, value: float) -> None:
     """Raise ValueError unless `value` is a finite number >= 0."""
-    if not isinstance(value, int | float) or not value >= 0.0 or value == float("inf"):
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    if not _finite_number(name, value) >= 0.0:
+        raise ValueError(f"{name} must be >= 0, got {value!r}")
 
 
 def check_positive(name: str, value: float) -> None:
     """Raise ValueError unless `value` is a finite number > 0."""
-    if not isinstance(value, int | float) or not value > 0.0 or value == float("inf"):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    if not _finite_number(name, value) > 0.0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")

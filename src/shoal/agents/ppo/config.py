@@ -21,7 +21,7 @@ class PPOConfig:
     gae_lambda: float = param(0.95, "GAE lambda: 0 is TD(0), 1 is Monte-Carlo.")
     clip_eps: float = param(0.2, "Clip range of the probability ratio.")
     anneal_clip: bool = param(False, "Decay the clip range linearly to 0 over the budget.")
-    clip_value: bool = param(False, "Clip the value update around the rollout's values.")
+    clip_value: bool = param(False, "Clip value updates to ± clip_eps around the rollout's values.")
     value_coef: float = param(0.5, "Weight of the value loss.")
     entropy_coef: float = param(0.0, "Weight of the entropy bonus.")
     max_grad_norm: float = param(0.5, "Clip the global gradient norm to this (0 disables).")

@@ -13,13 +13,14 @@ from shoal.agents.ppo.config import PPOConfig
 from shoal.agents.ppo.loss import Minibatch, ppo_loss, rollout_targets
 from shoal.agents.ppo.networks import ActorCritic
 from shoal.envs.spec import EnvSpec
+from shoal.optim import Adam
 
 
 class PPOLearner:
     def __init__(self, spec: EnvSpec, config: PPOConfig, net: ActorCritic) -> None:
         self.config = config
         self.net = net
-        self.optimizer = torch.optim.Adam(net.parameters(), lr=config.learning_rate, eps=1e-5)
+        self.optimizer = Adam(net.parameters(), lr=config.learning_rate, eps=1e-5)
         self.version = 0
         self._return_acc: np.ndarray | None = None  # per-env discounted returns, for reward scaling
 
@@ -28,8 +29,7 @@ class PPOLearner:
         remaining = max(0.0, 1.0 - progress)
         learning_rate = config.learning_rate * (remaining if config.anneal_lr else 1.0)
         clip_eps = config.clip_eps * (remaining if config.anneal_clip else 1.0)
-        for group in self.optimizer.param_groups:
-            group["lr"] = learning_rate
+        self.optimizer.lr = learning_rate
 
         length, width = batch.length, batch.batch_size
         obs = torch.from_numpy(batch.obs)
@@ -78,7 +78,7 @@ class PPOLearner:
                 loss, diagnostics = ppo_loss(
                     self.net, Minibatch(*(x[index] for x in data)), config, clip_eps
                 )
-                self.optimizer.zero_grad(set_to_none=True)
+                self.optimizer.zero_grad()
                 loss.backward()
                 if config.max_grad_norm > 0:
                     grad_norm = torch.nn.utils.clip_grad_norm_(
