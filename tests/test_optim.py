@@ -46,10 +46,18 @@ def test_state_dict_round_trip_continues_identically():
         torch.testing.assert_close(a, b)
 
 
-def test_parameters_without_gradients_are_left_alone():
-    model = _model(0)
-    frozen_before = model[2].weight.detach().clone()
-    opt = Adam(model.parameters(), lr=0.1)
-    model[0](torch.randn(4, 5)).sum().backward()  # only the first layer gets gradients
+def test_parameters_stay_the_modules_own_and_clipping_matches_torch():
+    ours, theirs = _model(0), _model(0)
+    opt = Adam(ours.parameters(), lr=0.1)
+    data = torch.randn(8, 5)
+    for model in (ours, theirs):
+        (model(data) ** 2).sum().backward()
+    norm = opt.clip_grad_norm(0.01)
+    expected = torch.nn.utils.clip_grad_norm_(theirs.parameters(), 0.01)
+    torch.testing.assert_close(norm, expected)
+    for a, b in zip(ours.parameters(), theirs.parameters(), strict=True):
+        torch.testing.assert_close(a.grad, b.grad)
     opt.step()
-    assert torch.equal(model[2].weight, frozen_before)
+    # The step moved the module's parameters: they are views of the optimiser's buffer.
+    assert not torch.equal(ours[0].weight, theirs[0].weight)
+    assert ours[0].weight.data_ptr() == opt.flat.data_ptr()

@@ -1,9 +1,12 @@
-"""Adam without `torch.optim`: the same update, minus the ~1.4 s import of torch._dynamo.
+"""Adam over one flat parameter buffer, without `torch.optim`.
 
-`torch.optim.Optimizer.__init__` imports torch._dynamo (torch 2.x), which costs more than a whole
-CartPole run takes to learn. This class performs the update of `torch.optim.Adam` with
-amsgrad=False and no weight decay (Kingma & Ba 2015, Algorithm 1, with eps added after the
-bias-corrected square root as torch does), using the same fused foreach kernels.
+Two reasons. `torch.optim.Optimizer.__init__` imports torch._dynamo (torch 2.x), about 1.4 s,
+longer than a CartPole run takes to learn. And small RL networks have many small tensors, so
+per-tensor optimiser and clipping kernels dominate a step: here every parameter is a view into
+one flat tensor and every gradient a view into another, so Adam and gradient clipping are a few
+kernels whatever the network. The update is `torch.optim.Adam`'s with amsgrad=False and no
+weight decay (Kingma & Ba 2015, Algorithm 1, eps added after the bias-corrected square root).
+Parameters that get no gradient in a step see a zero gradient (their moments decay).
 """
 
 from __future__ import annotations
@@ -24,56 +27,62 @@ class Adam:
         eps: float = 1e-8,
     ) -> None:
         self.params = [p for p in params if p.requires_grad]
+        if not self.params:
+            raise ValueError("Adam got no parameters that require gradients.")
         self.lr = lr
         self.betas = betas
         self.eps = eps
         self.steps = 0
-        self.exp_avg = [torch.zeros_like(p) for p in self.params]
-        self.exp_avg_sq = [torch.zeros_like(p) for p in self.params]
+        with torch.no_grad():
+            self.flat = torch.cat([p.detach().reshape(-1) for p in self.params])
+        self.flat_grad = torch.zeros_like(self.flat)
+        offset = 0
+        for p in self.params:
+            n = p.numel()
+            # The module keeps its Parameter objects; their storage moves into the flat buffer.
+            p.data = self.flat[offset : offset + n].view_as(p)
+            p.grad = self.flat_grad[offset : offset + n].view_as(p)
+            offset += n
+        self.exp_avg = torch.zeros_like(self.flat)
+        self.exp_avg_sq = torch.zeros_like(self.flat)
 
     def zero_grad(self) -> None:
-        for p in self.params:
-            p.grad = None
+        # In place: autograd accumulates into the existing views, so they must stay set.
+        self.flat_grad.zero_()
+
+    @torch.no_grad()
+    def clip_grad_norm(self, max_norm: float) -> torch.Tensor:
+        """Scale gradients so their global L2 norm is at most `max_norm`; returns the norm before."""
+        norm = self.flat_grad.norm()
+        self.flat_grad.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
+        return norm
 
     @torch.no_grad()
     def step(self) -> None:
-        """One Adam step on every parameter that has a gradient."""
-        live = [i for i, p in enumerate(self.params) if p.grad is not None]
-        if not live:
-            return
-        params = [self.params[i] for i in live]
-        grads = [self.params[i].grad for i in live]
-        exp_avg = [self.exp_avg[i] for i in live]
-        exp_avg_sq = [self.exp_avg_sq[i] for i in live]
         beta1, beta2 = self.betas
         self.steps += 1
-        torch._foreach_lerp_(exp_avg, grads, 1 - beta1)
-        torch._foreach_mul_(exp_avg_sq, beta2)
-        torch._foreach_addcmul_(exp_avg_sq, grads, grads, 1 - beta2)
+        self.exp_avg.lerp_(self.flat_grad, 1 - beta1)
+        self.exp_avg_sq.mul_(beta2).addcmul_(self.flat_grad, self.flat_grad, value=1 - beta2)
         bias1 = 1 - beta1**self.steps
         bias2_sqrt = math.sqrt(1 - beta2**self.steps)
-        denom = torch._foreach_sqrt(exp_avg_sq)
-        torch._foreach_div_(denom, bias2_sqrt)
-        torch._foreach_add_(denom, self.eps)
-        torch._foreach_addcdiv_(params, exp_avg, denom, -self.lr / bias1)
+        denom = (self.exp_avg_sq.sqrt() / bias2_sqrt).add_(self.eps)
+        self.flat.addcdiv_(self.exp_avg, denom, value=-self.lr / bias1)
 
     def state_dict(self) -> dict[str, Any]:
         return {
             "steps": self.steps,
             "lr": self.lr,
-            "exp_avg": [t.clone() for t in self.exp_avg],
-            "exp_avg_sq": [t.clone() for t in self.exp_avg_sq],
+            "exp_avg": self.exp_avg.clone(),
+            "exp_avg_sq": self.exp_avg_sq.clone(),
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        if len(state["exp_avg"]) != len(self.params):
+        if state["exp_avg"].shape != self.exp_avg.shape:
             raise ValueError(
-                f"optimizer state has {len(state['exp_avg'])} tensors, the model has "
-                f"{len(self.params)} parameters"
+                f"optimizer state holds {state['exp_avg'].numel()} values, the model has "
+                f"{self.exp_avg.numel()} parameters"
             )
         self.steps = int(state["steps"])
         self.lr = float(state["lr"])
-        for target, source in zip(self.exp_avg, state["exp_avg"], strict=True):
-            target.copy_(source)
-        for target, source in zip(self.exp_avg_sq, state["exp_avg_sq"], strict=True):
-            target.copy_(source)
+        self.exp_avg.copy_(state["exp_avg"])
+        self.exp_avg_sq.copy_(state["exp_avg_sq"])

@@ -81,10 +81,7 @@ class PPOLearner:
                 self.optimizer.zero_grad()
                 loss.backward()
                 if config.max_grad_norm > 0:
-                    grad_norm = torch.nn.utils.clip_grad_norm_(
-                        self.net.parameters(), config.max_grad_norm
-                    )
-                    diagnostics["grad_norm"] = grad_norm
+                    diagnostics["grad_norm"] = self.optimizer.clip_grad_norm(config.max_grad_norm)
                 self.optimizer.step()
                 for key, value in diagnostics.items():
                     sums[key] = sums.get(key, 0.0) + float(value)
