@@ -52,7 +52,7 @@ class Adam:
 
     @torch.no_grad()
     def clip_grad_norm(self, max_norm: float) -> torch.Tensor:
-        """Scale gradients so their global L2 norm is at most `max_norm`; returns the norm before."""
+        """Scale gradients to a global L2 norm of at most `max_norm`; returns the norm before."""
         norm = self.flat_grad.norm()
         self.flat_grad.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
         return norm

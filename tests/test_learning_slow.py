@@ -1,0 +1,27 @@
+"""Learning-quality runs with the presets' default budgets: `pytest -m slow` (kept out of CI)."""
+
+from __future__ import annotations
+
+import pytest
+
+import shoal
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_cartpole_preset_solves_within_its_default_budget(quiet_run, seed):
+    result = shoal.train("ppo", "CartPole-v1", seed=seed, run=quiet_run)
+    assert result.train_return_mean >= 475
+    assert result.evaluation.mean_return == 500
+
+
+def test_pendulum_preset_reaches_minus_250(quiet_run):
+    result = shoal.train("ppo", "Pendulum-v1", seed=0, run=quiet_run)
+    assert result.train_return_mean >= -250
+    assert result.evaluation.mean_return >= -250
+
+
+def test_acrobot_preset_learns(quiet_run):
+    result = shoal.train("ppo", "Acrobot-v1", seed=0, run=quiet_run)
+    assert result.evaluation.mean_return >= -100
