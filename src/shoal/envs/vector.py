@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -28,6 +29,24 @@ class VectorStep:
     final_obs: dict[int, np.ndarray] = field(default_factory=dict)  # env index -> last obs
     episode_returns: list[float] = field(default_factory=list)  # of episodes that ended here
     episode_lengths: list[int] = field(default_factory=list)
+
+
+class VectorEnv(Protocol):
+    """E environments stepped together with same-step autoreset (see the module docstring).
+
+    Implementations: `InProcessVectorEnv`, `SubprocessVectorEnv`, the envpool adapter. All
+    seed env i with `seed + i` on the first `reset`, return observations with the spec's shape
+    and dtype, and raise `EnvError` naming the env and step for NaN or wrongly shaped output.
+    """
+
+    num_envs: int
+    spec: EnvSpec
+
+    def reset(self) -> np.ndarray: ...
+
+    def step(self, actions: np.ndarray) -> VectorStep: ...
+
+    def close(self) -> None: ...
 
 
 class InProcessVectorEnv:
