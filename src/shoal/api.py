@@ -13,7 +13,7 @@ import torch
 from shoal import experiment
 from shoal.checkpoint import load_latest
 from shoal.config import dump_yaml, write_atomically
-from shoal.envs.registry import make_env_factory
+from shoal.envs.registry import resolve_env
 from shoal.errors import CheckpointError, ConfigError
 from shoal.runtime.evaluate import EvalResult, evaluate_policy
 from shoal.runtime.inline import run_inline
@@ -41,18 +41,20 @@ def train(
     config: str | Path | None = None,
     agent: dict[str, Any] | None = None,
     run: dict[str, Any] | None = None,
+    env_config: dict[str, Any] | None = None,
     resume: str | Path | None = None,
 ) -> TrainResult:
     """Train `algo` on `env` (or continue the run in `resume`) and evaluate the result.
 
-    `agent` and `run` override fields of the agent's config and of `RunConfig`, over the preset
-    for `env` and the YAML `config` file. Example: `shoal.train("ppo", "CartPole-v1", seed=1)`.
+    `agent`, `run` and `env_config` override fields of the agent's config, `RunConfig` and
+    `EnvConfig`, over the preset for `env` and the YAML `config` file.
+    Example: `shoal.train("ppo", "CartPole-v1", seed=1)`.
     """
     run = dict(run or {})
     if total_steps is not None:
         run["total_steps"] = total_steps
     if resume is not None:
-        if algo or env or config or agent or seed is not None:
+        if algo or env or config or agent or env_config or seed is not None:
             raise ConfigError(
                 "--resume continues a run as configured; only run settings such as "
                 "--total-steps or --max-time may be given with it."
@@ -65,12 +67,12 @@ def train(
                 f"{run_dir} already finished its budget of {resolved.run.total_steps} steps. "
                 f"Pass a larger --total-steps to train it further."
             )
-        spec = experiment.env_spec(resolved.env_id)
+        spec = experiment.spec_of(resolved)
         if run:
             write_atomically(run_dir / experiment.CONFIG_FILE, dump_yaml(resolved.as_dict()))
     else:
-        resolved = experiment.resolve(algo, env, seed, config, agent, run)
-        spec = experiment.env_spec(resolved.env_id)
+        resolved = experiment.resolve(algo, env, seed, config, agent, run, env_config)
+        spec = experiment.spec_of(resolved)
         run_dir = experiment.new_run_dir(resolved)
         state = None
     program = experiment.program(resolved, run_dir, spec)
@@ -115,8 +117,9 @@ class LoadedPolicy:
         if state is None:
             raise CheckpointError(f"{run_dir} has no checkpoint yet; train it first.")
         self.algo, self.env_id, self.config = resolved.algo, resolved.env_id, resolved.agent_config
+        self.env_config = resolved.env_config
         self.seed = resolved.seed
-        self.spec = experiment.env_spec(resolved.env_id)
+        self.spec = experiment.spec_of(resolved)
         self.env_steps = int(state["env_steps"])
         agent = resolved.agent
         self.net = agent.make_networks(self.spec, self.config)
@@ -151,5 +154,5 @@ def evaluate(
     torch.manual_seed(policy.seed)
     # Evaluation seeds differ from training seeds so the agent meets episodes it has not seen.
     eval_seed = policy.seed + 10_000 if seed is None else seed
-    factory = make_env_factory(policy.env_id)
+    factory = resolve_env(policy.env_id, policy.env_config).factory
     return evaluate_policy(policy.policy, factory, policy.spec, episodes, eval_seed)

@@ -33,7 +33,8 @@ def _parser() -> argparse.ArgumentParser:
         "train",
         help="train an agent",
         description="Train ALGO on --env, or continue a run with --resume RUN_DIR. "
-        "Agent settings: --agent.FIELD VALUE (list them with `shoal list ALGO`).",
+        "Agent settings: --agent.FIELD VALUE (list them with `shoal list ALGO`); environment "
+        "settings: --env.FIELD VALUE (list them with `shoal envs`).",
     )
     train.add_argument("algo", nargs="?", help="algorithm, e.g. ppo (see `shoal list`)")
     train.add_argument("--env", help="environment id, e.g. CartPole-v1, or package.module:function")
@@ -60,29 +61,36 @@ def _parser() -> argparse.ArgumentParser:
 
     listing = sub.add_parser("list", help="algorithms, presets and their settings")
     listing.add_argument("algo", nargs="?", help="show every setting of this algorithm")
+
+    envs = sub.add_parser("envs", help="environment families; with an id, its spaces and backend")
+    envs.add_argument("env_id", nargs="?", help="e.g. ALE/Pong-v5, minatar:breakout, CartPole-v1")
     return parser
 
 
-def _split_agent_overrides(argv: Sequence[str]) -> tuple[list[str], dict[str, str]]:
-    """Take `--agent.FIELD VALUE` and `--agent.FIELD=VALUE` out of argv, before argparse.
+def _split_section_overrides(
+    argv: Sequence[str],
+) -> tuple[list[str], dict[str, dict[str, str]]]:
+    """Take `--agent.FIELD VALUE` and `--env.FIELD VALUE` (or `=VALUE`) out of argv.
 
-    The fields depend on the algorithm, so argparse cannot declare them; they are checked
-    against the agent's config class later, with the valid names listed on a mistake.
+    Agent fields depend on the algorithm named on the same line, so argparse cannot declare
+    them; they are checked against the config classes later, with the valid names listed on a
+    mistake.
     """
     rest: list[str] = []
-    overrides: dict[str, str] = {}
+    overrides: dict[str, dict[str, str]] = {"agent": {}, "env": {}}
     items = list(argv)
     while items:
         item = items.pop(0)
-        if not item.startswith("--agent."):
+        section = next((s for s in overrides if item.startswith(f"--{s}.")), None)
+        if section is None:
             rest.append(item)
             continue
-        key, has_value, value = item[len("--agent.") :].partition("=")
+        key, has_value, value = item[len(section) + 3 :].partition("=")
         if not has_value:
             if not items or (items[0].startswith("--") and not _is_number(items[0])):
                 raise ShoalError(f"{item} needs a value, e.g. {item} 0.001.")
             value = items.pop(0)
-        overrides[key.replace("-", "_")] = value
+        overrides[section][key.replace("-", "_")] = value
     return rest, overrides
 
 
@@ -94,7 +102,7 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _train(args: argparse.Namespace, agent_overrides: dict[str, str]) -> None:
+def _train(args: argparse.Namespace, overrides: dict[str, dict[str, str]]) -> None:
     from shoal import api  # torch is imported only when there is work to do
 
     run = {
@@ -105,7 +113,8 @@ def _train(args: argparse.Namespace, agent_overrides: dict[str, str]) -> None:
         args.env,
         seed=args.seed,
         config=args.config,
-        agent=agent_overrides or None,
+        agent=overrides["agent"] or None,
+        env_config=overrides["env"] or None,
         run=run,
         resume=args.resume,
     )
@@ -149,14 +158,25 @@ def _list(args: argparse.Namespace) -> None:
     print("\nmore: `shoal list ALGO` shows an algorithm's settings and presets.")
 
 
+def _envs(args: argparse.Namespace, env_overrides: dict[str, str]) -> None:
+    from shoal.config import build
+    from shoal.envs.config import EnvConfig
+    from shoal.envs.families import describe_env, describe_families
+
+    env_config = build(EnvConfig, env_overrides, "env_config")
+    print(describe_env(args.env_id, env_config) if args.env_id else describe_families())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        rest, agent_overrides = _split_agent_overrides(sys.argv[1:] if argv is None else argv)
+        rest, overrides = _split_section_overrides(sys.argv[1:] if argv is None else argv)
         args = _parser().parse_args(rest)  # exits with code 2 and usage on a malformed line
         if args.command == "train":
-            _train(args, agent_overrides)
-        elif agent_overrides:
-            raise ShoalError("--agent.FIELD settings belong to `shoal train`.")
+            _train(args, overrides)
+        elif args.command == "envs":
+            _envs(args, overrides["env"])
+        elif overrides["agent"] or overrides["env"]:
+            raise ShoalError("--agent.FIELD and --env.FIELD settings belong to `shoal train`.")
         else:
             {"eval": _eval, "list": _list}[args.command](args)
     except ShoalError as err:

@@ -15,14 +15,15 @@ from typing import Any
 
 from shoal import catalog, config
 from shoal.agents.base import Agent
-from shoal.envs.registry import make_env_factory
+from shoal.envs.config import EnvConfig
+from shoal.envs.registry import env_spec, resolve_env
 from shoal.envs.spec import EnvSpec
-from shoal.errors import ConfigError, EnvError, ShoalError
+from shoal.errors import ConfigError
 from shoal.runtime.config import RunConfig
 from shoal.runtime.program import Program
 
 CONFIG_FILE = "config.yaml"
-_FILE_KEYS = ("algo", "env", "seed", "run", "agent")
+_FILE_KEYS = ("algo", "env", "seed", "run", "agent", "env_config")
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class Resolved:
     seed: int
     run: RunConfig
     agent_config: Any
+    env_config: EnvConfig
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -43,6 +45,7 @@ class Resolved:
             "seed": self.seed,
             "run": config.to_dict(self.run),
             "agent": config.to_dict(self.agent_config),
+            "env_config": config.to_dict(self.env_config),
         }
 
 
@@ -56,7 +59,7 @@ def read_config_file(path: str | Path | None) -> dict[str, Any]:
                 f"Unknown key {key!r} in {path}.{config.did_you_mean(key, _FILE_KEYS)} "
                 f"Valid top-level keys: {', '.join(_FILE_KEYS)}."
             )
-    for section in ("run", "agent"):
+    for section in ("run", "agent", "env_config"):
         if not isinstance(data.get(section, {}), dict):
             raise ConfigError(f"{section!r} in {path} must be a mapping of keys to values.")
     return data
@@ -69,6 +72,7 @@ def resolve(
     config_file: str | Path | None = None,
     agent_overrides: dict[str, Any] | None = None,
     run_overrides: dict[str, Any] | None = None,
+    env_overrides: dict[str, Any] | None = None,
 ) -> Resolved:
     """Check and layer every setting; raises a ShoalError subclass on the first mistake."""
     file = read_config_file(config_file)
@@ -81,7 +85,10 @@ def resolve(
             f"Name an environment with --env, e.g. `shoal train {algo} --env CartPole-v1`."
         )
     agent = catalog.get_agent(algo)
-    make_env_factory(env_id)  # unknown ids fail here, before anything is written
+    env_config = config.build(
+        EnvConfig, {**file.get("env_config", {}), **(env_overrides or {})}, "env_config"
+    )
+    resolve_env(env_id, env_config)  # unknown ids fail here, before anything is written
     preset = catalog.preset_for(algo, env_id)
     run = config.build(
         RunConfig, {**preset["run"], **file.get("run", {}), **(run_overrides or {})}, "run"
@@ -96,23 +103,7 @@ def resolve(
     except ValueError as err:
         raise ConfigError(f"Invalid agent config: {err}") from None
     seed = config.coerce(int, seed if seed is not None else file.get("seed", 0), "seed")
-    return Resolved(algo, agent, env_id, seed, run, agent_config)
-
-
-def env_spec(env_id: str) -> EnvSpec:
-    """Spaces of `env_id`, read from one env that is then closed."""
-    try:
-        env = make_env_factory(env_id)()
-    except ShoalError:
-        raise
-    except Exception as err:
-        raise EnvError(
-            f"Making environment {env_id!r} failed: {type(err).__name__}: {err}"
-        ) from None
-    try:
-        return EnvSpec.from_env(env_id, env)
-    finally:
-        env.close()
+    return Resolved(algo, agent, env_id, seed, run, agent_config, env_config)
 
 
 def new_run_dir(resolved: Resolved) -> Path:
@@ -166,9 +157,13 @@ def program(resolved: Resolved, run_dir: Path, spec: EnvSpec) -> Program:
         agent=resolved.agent,
         agent_config=resolved.agent_config,
         run=resolved.run,
-        env_id=resolved.env_id,
-        env_factory=make_env_factory(resolved.env_id),
+        env_config=resolved.env_config,
+        env_source=resolve_env(resolved.env_id, resolved.env_config),
         spec=spec,
         seed=resolved.seed,
         run_dir=run_dir,
     )
+
+
+def spec_of(resolved: Resolved) -> EnvSpec:
+    return env_spec(resolved.env_id, resolved.env_config)

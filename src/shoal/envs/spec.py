@@ -1,4 +1,4 @@
-"""What an agent needs to know about an environment: its observation and action spaces."""
+"""What an agent needs to know about an environment: its spaces and frames per agent step."""
 
 from __future__ import annotations
 
@@ -12,17 +12,24 @@ from shoal.errors import EnvError
 
 @dataclass(frozen=True)
 class EnvSpec:
-    """Observation and action spaces of one (non-vector) environment."""
+    """Observation and action spaces of one (non-vector) environment.
+
+    Observations are a Box (vectors, channels-first images) or a Dict of Boxes. `frames_per_step`
+    is how many emulator frames one agent step covers (4 for Atari), to report both counts.
+    """
 
     env_id: str
     observation_space: gym.spaces.Space
     action_space: gym.spaces.Space
+    frames_per_step: int = 1
 
     def __post_init__(self) -> None:
-        if not isinstance(self.observation_space, gym.spaces.Box):
+        space = self.observation_space
+        boxes = space.spaces.values() if isinstance(space, gym.spaces.Dict) else [space]
+        if not all(isinstance(box, gym.spaces.Box) for box in boxes):
             raise EnvError(
-                f"{self.env_id}: observation space {self.observation_space} is not supported yet; "
-                "shoal handles Box observations (vectors and images)."
+                f"{self.env_id}: observation space {space} is not supported; shoal handles Box "
+                "observations (vectors and images) and Dict spaces of Boxes."
             )
         if not isinstance(self.action_space, gym.spaces.Discrete | gym.spaces.Box):
             raise EnvError(
@@ -31,16 +38,39 @@ class EnvSpec:
             )
 
     @classmethod
-    def from_env(cls, env_id: str, env: gym.Env) -> EnvSpec:
-        return cls(env_id, env.observation_space, env.action_space)
+    def from_env(cls, env_id: str, env: gym.Env, frames_per_step: int = 1) -> EnvSpec:
+        return cls(env_id, env.observation_space, env.action_space, frames_per_step)
+
+    @property
+    def dict_obs(self) -> bool:
+        return isinstance(self.observation_space, gym.spaces.Dict)
 
     @property
     def obs_shape(self) -> tuple[int, ...]:
+        """Shape of a Box observation (raises for Dict observations)."""
+        if self.dict_obs:
+            raise EnvError(f"{self.env_id} has Dict observations; use `obs_boxes`.")
         return tuple(self.observation_space.shape)
 
     @property
     def obs_dtype(self) -> np.dtype:
+        if self.dict_obs:
+            raise EnvError(f"{self.env_id} has Dict observations; use `obs_boxes`.")
         return np.dtype(self.observation_space.dtype)
+
+    @property
+    def obs_boxes(self) -> dict[str, gym.spaces.Box] | gym.spaces.Box:
+        """The Box, or the Dict's Boxes by key."""
+        if self.dict_obs:
+            return dict(self.observation_space.spaces)
+        return self.observation_space
+
+    def allocate_obs(self, *leading: int) -> np.ndarray | dict[str, np.ndarray]:
+        """Zeros of shape `[*leading, *obs_shape]` in the observation dtype (per key for Dict)."""
+        boxes = self.obs_boxes
+        if isinstance(boxes, dict):
+            return {k: np.zeros((*leading, *b.shape), b.dtype) for k, b in boxes.items()}
+        return np.zeros((*leading, *boxes.shape), boxes.dtype)
 
     @property
     def discrete(self) -> bool:

@@ -16,6 +16,7 @@ import numpy as np
 from shoal.envs.registry import EnvFactory
 from shoal.envs.spec import EnvSpec
 from shoal.errors import EnvError
+from shoal.tree import assign, leaves, map_tree
 
 
 @dataclass
@@ -50,15 +51,14 @@ class VectorEnv(Protocol):
 
 
 class InProcessVectorEnv:
-    """Steps E environments one after another in this process."""
+    """Steps E environments one after another in this process (Box or Dict observations)."""
 
     def __init__(self, factories: Sequence[EnvFactory], spec: EnvSpec, seed: int) -> None:
         self.envs = [make() for make in factories]
         self.spec = spec
         self.num_envs = len(self.envs)
         self.seed = seed
-        self._obs = np.zeros((self.num_envs, *spec.obs_shape), spec.obs_dtype)
-        self._check_finite = np.issubdtype(spec.obs_dtype, np.floating)
+        self._obs = spec.allocate_obs(self.num_envs)
         self._returns = np.zeros(self.num_envs, np.float64)
         self._lengths = np.zeros(self.num_envs, np.int64)
         self._steps = 0
@@ -73,8 +73,8 @@ class InProcessVectorEnv:
             self._store(i, obs)
         self._returns[:] = 0
         self._lengths[:] = 0
-        self._validate(self._obs)
-        return self._obs.copy()
+        check_finite(self.spec, self._obs, None, self._steps)
+        return map_tree(np.copy, self._obs)
 
     def step(self, actions: np.ndarray) -> VectorStep:
         """Apply actions [E, ...] and return the batched result."""
@@ -92,7 +92,7 @@ class InProcessVectorEnv:
             terminated[i] = term
             truncated[i] = trunc
             if term or trunc:
-                final_obs[i] = self._checked(i, obs)
+                final_obs[i] = checked_obs(self.spec, obs, i, self._steps)
                 returns.append(float(self._returns[i] + reward))
                 lengths.append(int(self._lengths[i] + 1))
                 self._returns[i] = 0
@@ -102,42 +102,58 @@ class InProcessVectorEnv:
                 self._returns[i] += reward
                 self._lengths[i] += 1
             self._store(i, obs)
-        self._validate(self._obs, rewards)
-        return VectorStep(
-            self._obs.copy(), rewards, terminated, truncated, final_obs, returns, lengths
-        )
+        check_finite(self.spec, self._obs, rewards, self._steps)
+        obs_copy = map_tree(np.copy, self._obs)
+        return VectorStep(obs_copy, rewards, terminated, truncated, final_obs, returns, lengths)
 
     def close(self) -> None:
         for env in self.envs:
             env.close()
 
-    def _checked(self, i: int, obs: object) -> np.ndarray:
-        array = np.asarray(obs, dtype=self.spec.obs_dtype)
-        if array.shape != self.spec.obs_shape:
-            raise EnvError(
-                f"{self.spec.env_id} (env {i}) returned an observation of shape {array.shape} "
-                f"at step {self._steps}; its observation space says {self.spec.obs_shape}."
-            )
-        return array
-
     def _store(self, i: int, obs: object) -> None:
         try:
-            self._obs[i] = obs
-        except (ValueError, TypeError):
-            self._checked(i, obs)  # raises a clear EnvError for a wrong shape
+            assign(self._obs, i, obs)
+        except (ValueError, TypeError, KeyError):
+            checked_obs(self.spec, obs, i, self._steps)  # raises a clear EnvError
             raise
 
-    def _validate(self, obs: np.ndarray, rewards: np.ndarray | None = None) -> None:
-        # One vectorised check per step: cheap, and it names the env before NaN reaches the net.
-        if self._check_finite and not np.isfinite(obs).all():
-            bad = int(np.nonzero(~np.isfinite(obs.reshape(self.num_envs, -1)).all(1))[0][0])
+
+def checked_obs(spec: EnvSpec, obs: object, index: int, step: int) -> np.ndarray:
+    """`obs` as an array of the spec's shape and dtype, or an EnvError naming env and step."""
+    boxes = spec.obs_boxes
+    if isinstance(boxes, dict):
+        if not isinstance(obs, dict) or set(obs) != set(boxes):
             raise EnvError(
-                f"{self.spec.env_id} (env {bad}) returned a non-finite observation (NaN or inf) "
-                f"at step {self._steps}. Check the environment's dynamics or clip its output."
+                f"{spec.env_id} (env {index}) returned an observation with keys "
+                f"{sorted(obs) if isinstance(obs, dict) else type(obs).__name__} at step {step}; "
+                f"its observation space has keys {sorted(boxes)}."
             )
-        if rewards is not None and not np.isfinite(rewards).all():
-            bad = int(np.nonzero(~np.isfinite(rewards))[0][0])
+        return {k: _checked_box(spec, k, boxes[k], obs[k], index, step) for k in boxes}
+    return _checked_box(spec, None, boxes, obs, index, step)
+
+
+def _checked_box(spec, key, box, value, index: int, step: int) -> np.ndarray:
+    array = np.asarray(value, dtype=box.dtype)
+    if array.shape != box.shape:
+        what = "an observation" if key is None else f"observation[{key!r}]"
+        raise EnvError(
+            f"{spec.env_id} (env {index}) returned {what} of shape {array.shape} at step {step}; "
+            f"its observation space says {box.shape}."
+        )
+    return array
+
+
+def check_finite(spec: EnvSpec, obs, rewards: np.ndarray | None, step: int) -> None:
+    """One vectorised check per step: cheap, and it names the env before NaN reaches the net."""
+    for leaf in leaves(obs):
+        if np.issubdtype(leaf.dtype, np.floating) and not np.isfinite(leaf).all():
+            bad = int(np.nonzero(~np.isfinite(leaf.reshape(len(leaf), -1)).all(1))[0][0])
             raise EnvError(
-                f"{self.spec.env_id} (env {bad}) returned a non-finite reward (NaN or inf) "
-                f"at step {self._steps}."
+                f"{spec.env_id} (env {bad}) returned a non-finite observation (NaN or inf) "
+                f"at step {step}. Check the environment's dynamics or clip its output."
             )
+    if rewards is not None and not np.isfinite(rewards).all():
+        bad = int(np.nonzero(~np.isfinite(rewards))[0][0])
+        raise EnvError(
+            f"{spec.env_id} (env {bad}) returned a non-finite reward (NaN or inf) at step {step}."
+        )

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from shoal.checkpoint import save_checkpoint
-from shoal.envs.vector import InProcessVectorEnv
+from shoal.envs.registry import make_vector_env
 from shoal.runtime.collector import UnrollCollector
 from shoal.runtime.counter import Counter
 from shoal.runtime.program import Program
@@ -69,7 +69,9 @@ def run_inline(program: Program, resume: dict[str, Any] | None = None) -> Counte
         counter.recent_returns.extend(resume["recent_returns"])
         counter.recent_lengths.extend(resume["recent_lengths"])
 
-    env = InProcessVectorEnv([program.env_factory] * run.num_envs, program.spec, env_seed)
+    env = make_vector_env(
+        program.env_source, program.spec, program.env_config, run.num_envs, env_seed
+    )
     collector = UnrollCollector(env, policy, agent.unroll_length(config))
     writer = MetricsWriter(
         program.run_dir, run.tensorboard, counter.env_steps if resume is not None else None
@@ -112,6 +114,7 @@ def run_inline(program: Program, resume: dict[str, Any] | None = None) -> Counte
                     steps = counter.env_steps - last_log_steps
                     writer.write(
                         _row(
+                            program,
                             counter,
                             metrics,
                             unroll.behaviour_version,
@@ -139,6 +142,7 @@ def _next_multiple(value: int, interval: int) -> int:
 
 
 def _row(
+    program: Program,
     counter: Counter,
     metrics: dict[str, float],
     behaviour_version: int,
@@ -152,6 +156,7 @@ def _row(
     )
     return {
         "env_steps": counter.env_steps,
+        "frames": counter.env_steps * program.spec.frames_per_step,
         "episodes": counter.episodes,
         "updates": counter.updates,
         "return_mean": counter.mean_return,

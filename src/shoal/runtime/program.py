@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from shoal.agents.base import Agent
-from shoal.envs.registry import EnvFactory
+from shoal.envs.config import EnvConfig
+from shoal.envs.registry import EnvSource
 from shoal.envs.spec import EnvSpec
 from shoal.runtime.config import RunConfig
 
@@ -17,11 +18,15 @@ class Program:
     agent: Agent
     agent_config: Any
     run: RunConfig
-    env_id: str
-    env_factory: EnvFactory
+    env_config: EnvConfig
+    env_source: EnvSource
     spec: EnvSpec
     seed: int
     run_dir: Path
+
+    @property
+    def env_id(self) -> str:
+        return self.env_source.env_id
 
     @property
     def checkpoint_dir(self) -> Path:

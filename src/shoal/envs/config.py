@@ -1,0 +1,40 @@
+"""How environments are built and stepped: backend, vectorisation and the Atari protocol."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from shoal.config import param
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnvConfig:
+    backend: Literal["auto", "gymnasium", "envpool"] = param(
+        "auto", "Atari backend: envpool when installed (auto), or gymnasium's ALE."
+    )
+    vector: Literal["inline", "subprocess"] = param(
+        "inline", "Step an actor's envs in this process, or in worker processes (shared memory)."
+    )
+    num_workers: int | None = param(None, "Worker processes for vector=subprocess (default: CPUs).")
+    import_module: str | None = param(
+        None, "Import this module first, e.g. one that registers ids."
+    )
+    sticky_actions: bool = param(False, "Atari: repeat the last action with probability 0.25.")
+    full_action_space: bool = param(
+        False, "Atari: all 18 actions instead of the game's minimal set."
+    )
+    noop_max: int = param(30, "Atari: up to this many no-op actions at the start of an episode.")
+    terminal_on_life_loss: bool = param(False, "Atari: end the episode when a life is lost.")
+    max_frames: int = param(108_000, "Atari: truncate episodes at this many emulator frames.")
+    minatar_sticky_prob: float = param(0.1, "MinAtar: probability of repeating the last action.")
+
+    def __post_init__(self) -> None:
+        if self.num_workers is not None and self.num_workers <= 0:
+            raise ValueError(f"num_workers must be > 0, got {self.num_workers}.")
+        if self.noop_max < 0 or self.max_frames <= 0:
+            raise ValueError("noop_max must be >= 0 and max_frames > 0.")
+        if not 0.0 <= self.minatar_sticky_prob < 1.0:
+            raise ValueError(
+                f"minatar_sticky_prob must be in [0, 1), got {self.minatar_sticky_prob}."
+            )
