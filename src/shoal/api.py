@@ -17,6 +17,7 @@ from shoal.envs.registry import resolve_env
 from shoal.errors import CheckpointError, ConfigError
 from shoal.runtime.evaluate import EvalResult, evaluate_policy
 from shoal.runtime.inline import run_inline
+from shoal.tree import leaves, map_tree
 
 SUMMARY_FILE = "summary.json"
 
@@ -133,9 +134,11 @@ class LoadedPolicy:
         self.policy = agent.make_eval_policy(self.spec, self.config, self.net, deterministic)
 
     def act(self, obs: Any) -> np.ndarray:
-        batch = np.asarray(obs, dtype=self.spec.obs_dtype)
-        single = batch.shape == self.spec.obs_shape
-        actions = self.policy.act(batch[None] if single else batch)
+        boxes = self.spec.obs_boxes
+        batch = map_tree(lambda x, box: np.asarray(x, dtype=box.dtype), obs, boxes)
+        first, first_box = leaves(batch)[0], leaves(boxes)[0]
+        single = first.shape == first_box.shape
+        actions = self.policy.act(map_tree(lambda x: x[None], batch) if single else batch)
         return actions[0] if single else actions
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from shoal.agents.base import Policy, Unroll
-from shoal.envs.vector import InProcessVectorEnv
+from shoal.envs.vector import VectorEnv
+from shoal.tree import assign, map_tree
 
 
 class UnrollCollector:
     """Collects `[T, E]` unrolls from one vector env, carrying the last observation over."""
 
-    def __init__(self, env: InProcessVectorEnv, policy: Policy, length: int) -> None:
+    def __init__(self, env: VectorEnv, policy: Policy, length: int) -> None:
         self.env = env
         self.policy = policy
         self.length = length
@@ -22,14 +23,14 @@ class UnrollCollector:
     def collect(self) -> Unroll:
         """T steps of every env. Episode statistics accumulate in `finished_*` until drained."""
         length, num_envs = self.length, self.env.num_envs
-        obs = np.empty((length + 1, *self.obs.shape), self.obs.dtype)
+        obs = self.env.spec.allocate_obs(length + 1, num_envs)
         rewards = np.empty((length, num_envs), np.float32)
         terminated = np.empty((length, num_envs), bool)
         truncated = np.empty((length, num_envs), bool)
         actions_list, extras_list = [], []
         final_obs, final_index = [], []
         for t in range(length):
-            obs[t] = self.obs
+            assign(obs, t, self.obs)
             actions, extras = self.policy.act(self.obs)
             step = self.env.step(actions)
             actions_list.append(actions)
@@ -44,7 +45,7 @@ class UnrollCollector:
             self.finished_returns += step.episode_returns
             self.finished_lengths += step.episode_lengths
             self.obs = step.obs
-        obs[length] = self.obs
+        assign(obs, length, self.obs)
         extras = {k: np.stack([e[k] for e in extras_list]) for k in extras_list[0]}
         return Unroll(
             obs=obs,
@@ -54,9 +55,9 @@ class UnrollCollector:
             truncated=truncated,
             extras=extras,
             final_obs=(
-                np.stack(final_obs)
+                map_tree(lambda *xs: np.stack(xs), *final_obs)
                 if final_obs
-                else np.empty((0, *self.obs.shape[1:]), self.obs.dtype)
+                else self.env.spec.allocate_obs(0)
             ),
             final_index=np.array(final_index, np.int64).reshape(-1, 2),
             behaviour_version=getattr(self.policy, "version", 0),

@@ -10,6 +10,7 @@ from shoal.agents.base import Weights
 from shoal.agents.ppo.config import PPOConfig
 from shoal.agents.ppo.networks import ActorCritic
 from shoal.envs.spec import EnvSpec
+from shoal.tree import map_tree
 
 
 class PPOPolicy:
@@ -26,7 +27,7 @@ class PPOPolicy:
 
     @torch.inference_mode()
     def act(self, obs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        params = self.net.policy(torch.from_numpy(obs))
+        params = self.net.policy(map_tree(torch.from_numpy, obs))
         if self.discrete:
             actions = ops.categorical_sample(params, self.generator)
             log_prob = ops.categorical_log_prob(params, actions)
@@ -60,7 +61,7 @@ class PPOEvalPolicy:
     def act(self, obs: np.ndarray) -> np.ndarray:
         if not self.deterministic:
             return self.sampler.act(obs)[0]
-        params = self.net.policy(torch.from_numpy(obs))
+        params = self.net.policy(map_tree(torch.from_numpy, obs))
         if self.discrete:
             return params.argmax(-1).numpy()
         return np.clip(params.numpy(), self.sampler.low, self.sampler.high)

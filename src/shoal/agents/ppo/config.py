@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import get_args
 
 from shoal.config import param
+from shoal.nets.torso import TorsoKind
 from shoal.nets.mlp import Activation
 
 
@@ -30,7 +32,12 @@ class PPOConfig:
     normalize_reward: bool = param(False, "Scale rewards by the running std of discounted returns.")
     hidden_sizes: tuple[int, ...] = param((64, 64), "Hidden layer widths of policy and value MLPs.")
     activation: Activation = param("tanh", "Hidden activation.")
-    shared_torso: bool = param(False, "Share one torso between policy and value heads.")
+    torso: str = param(
+        "auto", "auto, mlp, nature_cnn, impala_resnet, minatar_cnn, or package.module:function."
+    )
+    shared_torso: bool | None = param(
+        None, "Share one torso between policy and value (default: yes for images, no for vectors)."
+    )
     init_log_std: float = param(0.0, "Initial log standard deviation of Gaussian actions.")
     target_kl: float | None = param(None, "Stop the epochs of an update early past this KL.")
 
@@ -47,6 +54,11 @@ class PPOConfig:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}.")
         if not self.hidden_sizes or min(self.hidden_sizes) <= 0:
             raise ValueError(f"hidden_sizes must be positive widths, got {self.hidden_sizes}.")
+        if ":" not in self.torso and self.torso not in get_args(TorsoKind):
+            raise ValueError(
+                f"torso={self.torso!r} is not one of {', '.join(get_args(TorsoKind))} "
+                "nor a 'package.module:function' path."
+            )
         if self.target_kl is not None and self.target_kl <= 0:
             raise ValueError(f"target_kl must be > 0 or None, got {self.target_kl}.")
 

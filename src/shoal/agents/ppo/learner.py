@@ -14,6 +14,7 @@ from shoal.agents.ppo.loss import Minibatch, ppo_loss, rollout_targets
 from shoal.agents.ppo.networks import ActorCritic
 from shoal.envs.spec import EnvSpec
 from shoal.optim import Adam
+from shoal.tree import map_tree
 
 
 class PPOLearner:
@@ -32,22 +33,22 @@ class PPOLearner:
         self.optimizer.lr = learning_rate
 
         length, width = batch.length, batch.batch_size
-        obs = torch.from_numpy(batch.obs)
+        obs = map_tree(torch.from_numpy, batch.obs)
         terminated = torch.from_numpy(batch.terminated)
         truncated = torch.from_numpy(batch.truncated)
         rewards = torch.from_numpy(self._scaled_rewards(batch))
         with torch.no_grad():
-            values = net.value(obs.flatten(0, 1)).view(length + 1, width)
+            values = net.value(map_tree(lambda x: x.flatten(0, 1), obs)).view(length + 1, width)
             v_t = values[1:].clone()
             if len(batch.final_index):
                 t, b = torch.from_numpy(batch.final_index).unbind(1)
-                v_t[t, b] = net.value(torch.from_numpy(batch.final_obs))
+                v_t[t, b] = net.value(map_tree(torch.from_numpy, batch.final_obs))
         advantages, returns = rollout_targets(
             config, rewards, terminated, truncated, values[:-1], v_t
         )
         actions = batch.extras.get("action", batch.actions)
         data = Minibatch(
-            obs=obs[:-1].flatten(0, 1),
+            obs=map_tree(lambda x: x[:-1].flatten(0, 1), obs),
             actions=torch.from_numpy(actions).flatten(0, 1),
             old_log_prob=torch.from_numpy(batch.extras["log_prob"]).flatten(),
             old_values=values[:-1].flatten(),
@@ -66,7 +67,7 @@ class PPOLearner:
 
     def _optimise(self, data: Minibatch, clip_eps: float) -> dict[str, float]:
         config = self.config
-        size = data.obs.shape[0]
+        size = data.actions.shape[0]
         mb = config.minibatch_size
         sums: dict[str, float] = {}
         steps = 0
@@ -75,9 +76,8 @@ class PPOLearner:
             epoch_kl = 0.0
             for start in range(0, size - mb + 1, mb):
                 index = order[start : start + mb]
-                loss, diagnostics = ppo_loss(
-                    self.net, Minibatch(*(x[index] for x in data)), config, clip_eps
-                )
+                minibatch = Minibatch(*(map_tree(lambda x: x[index], field) for field in data))
+                loss, diagnostics = ppo_loss(self.net, minibatch, config, clip_eps)
                 self.optimizer.zero_grad()
                 loss.backward()
                 if config.max_grad_norm > 0:

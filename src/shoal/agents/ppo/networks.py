@@ -1,53 +1,98 @@
-"""Actor-critic MLP for PPO: categorical or diagonal-Gaussian policy head and a value head."""
+"""Actor-critic for PPO: a torso chosen from the observation space, policy and value heads."""
 
 from __future__ import annotations
 
-import math
-
+import gymnasium as gym
+import numpy as np
 import torch
 from torch import nn
 
 from shoal.agents.ppo.config import PPOConfig
 from shoal.envs.spec import EnvSpec
-from shoal.nets import MLP, RunningNorm, orthogonal_init
+from shoal.errors import ConfigError
+from shoal.nets import CategoricalHead, GaussianHead, RunningNorm, ValueHead, make_torso
+
+
+def _torso(spec: EnvSpec, config: PPOConfig) -> nn.Module:
+    custom = config.torso if ":" in config.torso else None
+    kind = "auto" if custom else config.torso
+    return make_torso(spec.observation_space, kind, config.hidden_sizes, config.activation, custom)
 
 
 class ActorCritic(nn.Module):
-    """`policy(obs)` gives logits `[B, A]` or a mean `[B, D]`; `value(obs)` gives `[B]`."""
+    """`policy(obs)` gives logits `[B, A]` or a mean `[B, D]`; `value(obs)` gives `[B]`.
+
+    The torso is picked from the observation space (MLP for vectors, a CNN for images, one per
+    key for Dict spaces) or named by `config.torso`, which may be a user's
+    `package.module:function(observation_space) -> nn.Module`. Policy and value share it when
+    `config.shared_torso` says so; by default images and Dict observations share one torso
+    (as in the Atari PPO of Schulman et al. 2017), vectors get two.
+    """
 
     def __init__(self, spec: EnvSpec, config: PPOConfig) -> None:
         super().__init__()
-        in_features = math.prod(spec.obs_shape)
         self.discrete = spec.discrete
+        image_or_dict = spec.dict_obs or len(spec.observation_space.shape) == 3
+        shared = config.shared_torso if config.shared_torso is not None else image_or_dict
+        if config.normalize_obs and (spec.dict_obs or spec.obs_dtype == np.uint8):
+            raise ConfigError(
+                "normalize_obs works on float Box observations; this environment gives "
+                f"{spec.observation_space}. Images are already scaled to [0, 1] by the torso. "
+                "Set --agent.normalize-obs false."
+            )
         self.obs_norm = RunningNorm(spec.obs_shape) if config.normalize_obs else None
         self.reward_norm = RunningNorm(()) if config.normalize_reward else None
-        self.policy_torso = MLP(in_features, config.hidden_sizes, config.activation)
-        self.value_torso = (
-            self.policy_torso
-            if config.shared_torso
-            else MLP(in_features, config.hidden_sizes, config.activation)
+        self.policy_torso = _torso(spec, config)
+        self.value_torso = self.policy_torso if shared else _torso(spec, config)
+        width = self.policy_torso.out_features
+        self.policy_head: nn.Module = (
+            CategoricalHead(width, spec.num_actions)
+            if spec.discrete
+            else GaussianHead(width, int(np.prod(spec.action_shape)), config.init_log_std)
         )
-        out = spec.num_actions if spec.discrete else math.prod(spec.action_shape)
-        # Small policy outputs start near-uniform; the value head starts at unit scale.
-        self.policy_head = orthogonal_init(nn.Linear(self.policy_torso.out_features, out), 0.01)
-        self.value_head = orthogonal_init(nn.Linear(self.value_torso.out_features, 1), 1.0)
-        self.log_std = (
-            None if spec.discrete else nn.Parameter(torch.full((out,), config.init_log_std))
-        )
+        self.value_head = ValueHead(self.value_torso.out_features)
 
-    def _inputs(self, obs: torch.Tensor) -> torch.Tensor:
-        x = obs.float()
-        return self.obs_norm(x) if self.obs_norm is not None else x
+    @property
+    def log_std(self) -> torch.Tensor | None:
+        """State-independent log standard deviation `[D]` of Gaussian actions."""
+        return None if self.discrete else self.policy_head.log_std
 
-    def policy(self, obs: torch.Tensor) -> torch.Tensor:
+    def _inputs(self, obs):
+        return self.obs_norm(obs.float()) if self.obs_norm is not None else obs
+
+    def policy(self, obs) -> torch.Tensor:
         return self.policy_head(self.policy_torso(self._inputs(obs)))
 
-    def value(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.value_head(self.value_torso(self._inputs(obs))).squeeze(-1)
+    def value(self, obs) -> torch.Tensor:
+        return self.value_head(self.value_torso(self._inputs(obs)))
 
-    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.policy(obs), self.value(obs)
+    def forward(self, obs) -> tuple[torch.Tensor, torch.Tensor]:
+        x = self._inputs(obs)
+        h_policy = self.policy_torso(x)
+        h_value = h_policy if self.value_torso is self.policy_torso else self.value_torso(x)
+        return self.policy_head(h_policy), self.value_head(h_value)
 
 
 def make_networks(spec: EnvSpec, config: PPOConfig) -> ActorCritic:
-    return ActorCritic(spec, config)
+    net = ActorCritic(spec, config)
+    check_fits(net, spec)
+    return net
+
+
+@torch.no_grad()
+def check_fits(net: ActorCritic, spec: EnvSpec) -> None:
+    """Reject, before training, a network whose outputs do not fit the action space."""
+    space = spec.observation_space
+    sample = [space.sample() for _ in range(2)]
+    if isinstance(space, gym.spaces.Dict):
+        batch = {k: torch.as_tensor(np.stack([s[k] for s in sample])) for k in space.spaces}
+    else:
+        batch = torch.as_tensor(np.stack(sample))
+    params, values = net(batch)
+    expected = (2, spec.num_actions) if spec.discrete else (2, *spec.action_shape)
+    if tuple(params.shape) != expected or tuple(values.shape) != (2,):
+        raise ConfigError(
+            f"The network's outputs do not fit {spec.env_id}: for a batch of 2 observations the "
+            f"policy gave {tuple(params.shape)} (expected {expected} for {spec.action_space}) and "
+            f"the value gave {tuple(values.shape)} (expected (2,))."
+        )
