@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from typing import get_args
 
 from shoal.config import param
-from shoal.nets.torso import TorsoKind
 from shoal.nets.mlp import Activation
+from shoal.nets.torso import TorsoKind
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -76,7 +76,7 @@ class PPOLearner:
             epoch_kl = 0.0
             for start in range(0, size - mb + 1, mb):
                 index = order[start : start + mb]
-                minibatch = Minibatch(*(map_tree(lambda x: x[index], field) for field in data))
+                minibatch = Minibatch(*(map_tree(_rows, field, index) for field in data))
                 loss, diagnostics = ppo_loss(self.net, minibatch, config, clip_eps)
                 self.optimizer.zero_grad()
                 loss.backward()
@@ -122,3 +122,7 @@ class PPOLearner:
         self.net.load_state_dict(state["network"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.version = int(state["version"])
+
+
+def _rows(tensor: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    return tensor[index]
