@@ -9,3 +9,12 @@ def test_quickstart_example_solves_cartpole_and_plays_with_the_loaded_policy(tmp
     episode_return = module["main"](str(tmp_path / "runs"))
     assert episode_return >= 475
     assert "one episode with the loaded policy" in capsys.readouterr().out
+
+
+def test_custom_env_and_network_example_learns_its_corridor(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    import custom_env_and_network
+
+    assert custom_env_and_network.main(str(tmp_path / "runs")) >= 0.9
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert run_dir.name.startswith("ppo-make_corridor-")

@@ -88,3 +88,28 @@ def test_loaded_policy_acts_on_one_observation_or_a_batch(quiet_run):
     single = policy.act(obs)
     assert single.shape == () and int(single) in (0, 1)
     assert policy.act(np.stack([obs, obs, obs])).shape == (3,)
+
+
+def tuple_network(observation_space):
+    """A user torso whose output is not [B, F]: shoal must reject it before training."""
+    return _TupleOut()
+
+
+class _TupleOut(torch.nn.Module):
+    out_features = 4
+
+    def forward(self, obs):
+        return torch.zeros(obs.shape[0], 4, 2)
+
+
+def test_a_network_that_does_not_fit_is_rejected_before_anything_is_written(tmp_path):
+    from shoal.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="tuple_network"):
+        shoal.train(
+            "ppo",
+            "CartPole-v1",
+            agent={"torso": f"{__name__}:tuple_network"},
+            run={"runs_dir": str(tmp_path / "runs"), "progress": False},
+        )
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())

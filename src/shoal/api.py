@@ -74,6 +74,7 @@ def train(
     else:
         resolved = experiment.resolve(algo, env, seed, config, agent, run, env_config)
         spec = experiment.spec_of(resolved)
+        resolved.agent.make_networks(spec, resolved.agent_config)  # a misfit fails before writing
         run_dir = experiment.new_run_dir(resolved)
         state = None
     program = experiment.program(resolved, run_dir, spec)

@@ -111,7 +111,10 @@ def new_run_dir(resolved: Resolved) -> Path:
     root = Path(resolved.run.runs_dir)
     name = resolved.run.run_name
     if name is None:
-        env = re.sub(r"[^A-Za-z0-9._-]+", "_", resolved.env_id)
+        env_id = resolved.env_id
+        if ":" in env_id and not env_id.startswith("minatar:"):
+            env_id = env_id.rsplit(":", 1)[1]  # a factory: its function's name
+        env = re.sub(r"[^A-Za-z0-9._-]+", "_", env_id)
         name = f"{resolved.algo}-{env}-{time.strftime('%Y%m%d-%H%M%S')}"
     root.mkdir(parents=True, exist_ok=True)
     run_dir = root / name

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -76,7 +77,8 @@ class PPOLearner:
             epoch_kl = 0.0
             for start in range(0, size - mb + 1, mb):
                 index = order[start : start + mb]
-                minibatch = Minibatch(*(map_tree(_rows, field, index) for field in data))
+                rows = functools.partial(_rows, index=index)
+                minibatch = Minibatch(*(map_tree(rows, field) for field in data))
                 loss, diagnostics = ppo_loss(self.net, minibatch, config, clip_eps)
                 self.optimizer.zero_grad()
                 loss.backward()
