@@ -78,3 +78,19 @@ def test_seeded_vector_envs_repeat_exactly():
     assert np.array_equal(first.reset(), second.reset())
     actions = np.array([0, 1, 1])
     assert np.array_equal(first.step(actions).obs, second.step(actions).obs)
+
+
+class _Narrow(Countdown):
+    """Returns shape (1,) observations from a space that says (3,): numpy would broadcast them."""
+
+    def __init__(self):
+        super().__init__()
+        import gymnasium as gym
+
+        self.observation_space = gym.spaces.Box(0.0, np.inf, (3,), np.float32)
+
+
+def test_an_observation_that_numpy_would_broadcast_is_still_rejected():
+    vector = _vector(_Narrow, num_envs=1)
+    with pytest.raises(EnvError, match=r"shape \(1,\).*\(3,\)"):
+        vector.reset()

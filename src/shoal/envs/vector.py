@@ -111,11 +111,8 @@ class InProcessVectorEnv:
             env.close()
 
     def _store(self, i: int, obs: object) -> None:
-        try:
-            assign(self._obs, i, obs)
-        except (ValueError, TypeError, KeyError):
-            checked_obs(self.spec, obs, i, self._steps)  # raises a clear EnvError
-            raise
+        # Checked, not assigned directly: numpy would broadcast a (1,) observation into (3,).
+        assign(self._obs, i, checked_obs(self.spec, obs, i, self._steps))
 
 
 def checked_obs(spec: EnvSpec, obs: object, index: int, step: int) -> np.ndarray:

@@ -26,9 +26,12 @@ def observation_scale(space: gym.spaces.Box) -> float:
 
 
 def to_float(obs: torch.Tensor, scale: float, module: nn.Module) -> torch.Tensor:
-    """Raw observations (often uint8) in the dtype of `module`'s parameters, times `scale`."""
-    param = next(module.parameters(), None)
-    x = obs.to(param.dtype if param is not None else torch.get_default_dtype())
+    """Raw observations (often uint8) as float32, times `scale`.
+
+    shoal's networks are float32; checking `module`'s parameter dtype on every call would cost
+    more than a small policy's whole forward pass on the acting path.
+    """
+    x = obs if obs.dtype == torch.float32 else obs.float()
     return x * scale if scale != 1.0 else x
 
 

@@ -1,0 +1,155 @@
+"""Raw environment throughput per backend, and shoal's actor loop as a fraction of it.
+
+For CartPole-v1, Atari Pong and MinAtar Breakout: agent steps/s (and frames/s where a step is
+several emulator frames) of one env; of E envs stepped in-process, in worker processes
+(shared memory) and by envpool; then shoal's actor loop (`UnrollCollector`, which assembles
+`[T, E]` unrolls) on the same vector env, with a fixed policy, as a fraction of the raw figure.
+Two fixed policies: "replay" returns pre-drawn random actions (the loop's own overhead), and
+"mlp" is a small torch network on the observation (what acting really costs).
+
+    python benchmarks/env_throughput.py [--envs 8] [--seconds 3] [--ids CartPole-v1,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import numpy as np
+import torch
+
+from shoal.envs.config import EnvConfig
+from shoal.envs.registry import env_spec, make_vector_env, resolve_env
+from shoal.envs.spec import EnvSpec
+from shoal.runtime.collector import UnrollCollector
+
+UNROLL = 32
+
+
+class ReplayPolicy:
+    """Returns pre-drawn random actions: measures the actor loop, not a network."""
+
+    version = 0
+
+    def __init__(self, spec: EnvSpec, num_envs: int) -> None:
+        rng = np.random.default_rng(0)
+        self.actions = rng.integers(0, spec.num_actions, (1024, num_envs))
+        self.t = 0
+
+    def act(self, obs):
+        self.t = (self.t + 1) % len(self.actions)
+        return self.actions[self.t], {}
+
+    def load_weights(self, weights, version):
+        pass
+
+
+class MLPPolicy(ReplayPolicy):
+    """A small fixed torch network: Linear(obs, 64) - tanh - Linear(64, actions), argmax."""
+
+    def __init__(self, spec: EnvSpec, num_envs: int) -> None:
+        super().__init__(spec, num_envs)
+        inputs = math.prod(spec.obs_shape)
+        self.net = torch.nn.Sequential(
+            torch.nn.Flatten(),
+            torch.nn.Linear(inputs, 64),
+            torch.nn.Tanh(),
+            torch.nn.Linear(64, spec.num_actions),
+        )
+
+    @torch.inference_mode()
+    def act(self, obs):
+        return self.net(torch.from_numpy(obs).float()).argmax(-1).numpy(), {}
+
+
+def _timed(step, seconds: float) -> float:
+    """Calls per second of `step()` over about `seconds`, after a short warm-up."""
+    for _ in range(3):
+        step()
+    calls, started = 0, time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        step()
+        calls += 1
+    return calls / (time.perf_counter() - started)
+
+
+def raw_vector(vector, seconds: float) -> float:
+    rng = np.random.default_rng(0)
+    n = vector.spec.num_actions
+    vector.reset()
+    return vector.num_envs * _timed(
+        lambda: vector.step(rng.integers(0, n, vector.num_envs)), seconds
+    )
+
+
+def actor_loop(vector, policy, seconds: float) -> float:
+    collector = UnrollCollector(vector, policy, UNROLL)
+    return vector.num_envs * UNROLL * _timed(collector.collect, seconds)
+
+
+def single_env(env_id: str, config: EnvConfig, seconds: float) -> float:
+    env = resolve_env(env_id, config).factory()
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+
+    def step():
+        _, _, terminated, truncated, _ = env.step(int(rng.integers(env.action_space.n)))
+        if terminated or truncated:
+            env.reset()
+
+    rate = _timed(step, seconds)
+    env.close()
+    return rate
+
+
+def backends(env_id: str) -> list[tuple[str, EnvConfig]]:
+    found = [
+        ("in-process", EnvConfig(backend="gymnasium")),
+        ("subprocess", EnvConfig(backend="gymnasium", vector="subprocess", num_workers=2)),
+    ]
+    if resolve_env(env_id).family == "atari" and resolve_env(env_id).backend == "envpool":
+        found.append(("envpool", EnvConfig(backend="envpool")))
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--envs", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--ids", default="CartPole-v1,ALE/Pong-v5,minatar:breakout")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    print(
+        f"{args.envs} envs per vector, unrolls of {UNROLL}, {args.seconds:g} s per figure; "
+        "steps are agent steps (Pong: 4 frames each)"
+    )
+    print(
+        f"{'env':<18}{'backend':<12}{'raw steps/s':>12}{'loop replay':>13}{'%':>6}"
+        f"{'loop mlp':>11}{'%':>6}"
+    )
+    for env_id in args.ids.split(","):
+        spec = env_spec(env_id, EnvConfig(backend="gymnasium"))
+        frames = spec.frames_per_step
+        one = single_env(env_id, EnvConfig(backend="gymnasium"), args.seconds)
+        print(
+            f"{env_id:<18}{'single env':<12}{one:>12,.0f}"
+            + (f"   ({one * frames:,.0f} frames/s)" if frames > 1 else "")
+        )
+        for name, config in backends(env_id):
+            vector = make_vector_env(resolve_env(env_id, config), spec, config, args.envs, 0)
+            try:
+                raw = raw_vector(vector, args.seconds)
+                replay = actor_loop(vector, ReplayPolicy(spec, args.envs), args.seconds)
+                mlp = actor_loop(vector, MLPPolicy(spec, args.envs), args.seconds)
+            finally:
+                vector.close()
+            print(
+                f"{'':<18}{name:<12}{raw:>12,.0f}{replay:>13,.0f}{100 * replay / raw:>5.0f}%"
+                f"{mlp:>11,.0f}{100 * mlp / raw:>5.0f}%"
+                + (f"   (raw {raw * frames:,.0f} frames/s)" if frames > 1 else "")
+            )
+
+
+if __name__ == "__main__":
+    main()
