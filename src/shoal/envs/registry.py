@@ -100,12 +100,18 @@ def atari_options(config: EnvConfig):  # -> shoal.envs.atari.AtariOptions (impor
 
 def _atari_source(env_id: str, config: EnvConfig) -> EnvSource:
     try:
-        import ale_py  # noqa: F401  (ROMs ship inside ale-py 0.9+)
+        import ale_py  # ROMs ship inside ale-py 0.9+
     except ImportError:
         raise EnvError(
             f"{env_id} is an Atari game, and ale-py is not installed. Install the Atari extra: "
             "pip install 'shoal[atari]'."
         ) from None
+    gym.register_envs(ale_py)
+    if env_id not in gym.envs.registry:
+        atari = [i for i in gym.envs.registry if i.startswith("ALE/") or "NoFrameskip" in i]
+        hits = close_matches(env_id, atari)
+        hint = f" Did you mean {' or '.join(repr(h) for h in hits)}?" if hits else ""
+        raise EnvError(f"Unknown Atari game {env_id!r}.{hint} `shoal envs` lists the families.")
     from shoal.envs.envpool_vector import envpool_available
 
     if config.backend == "envpool" and not envpool_available():
