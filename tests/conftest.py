@@ -11,3 +11,20 @@ import pytest
 def quiet_run(tmp_path: Path) -> dict:
     """Run settings for tests: a private runs dir, no progress bar, no TensorBoard."""
     return {"runs_dir": str(tmp_path / "runs"), "progress": False, "tensorboard": False}
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One Ray cluster for every distributed test: a head node and a second node whose
+    `actor_node` resource lets a test place actors there (a two-node cluster on one machine)."""
+    ray = pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(
+        initialize_head=True, head_node_args={"num_cpus": 3, "include_dashboard": False}
+    )
+    worker = cluster.add_node(num_cpus=3, resources={"actor_node": 3})
+    ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
+    yield cluster, worker
+    ray.shutdown()
+    cluster.shutdown()

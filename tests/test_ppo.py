@@ -113,3 +113,23 @@ def test_a_network_that_does_not_fit_is_rejected_before_anything_is_written(tmp_
             run={"runs_dir": str(tmp_path / "runs"), "progress": False},
         )
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_unrolls_from_two_actors_concatenate_along_the_batch():
+    from shoal.agents.base import concat_unrolls
+
+    env = Countdown(length=3)
+    spec = EnvSpec.from_env("countdown", env)
+    config = PPOConfig(rollout_length=4)
+    net = AGENT.make_networks(spec, config)
+    unrolls = []
+    for width in (1, 2):
+        vector = InProcessVectorEnv([lambda: Countdown(length=3)] * width, spec, seed=0)
+        unrolls.append(
+            UnrollCollector(vector, AGENT.make_policy(spec, config, net, 0), 4).collect()
+        )
+    joined = concat_unrolls(unrolls)
+    assert joined.obs.shape == (5, 3, 1) and joined.extras["log_prob"].shape == (4, 3)
+    # Truncations at t = 2 in every column; the second actor's columns are shifted by one.
+    assert sorted(map(tuple, joined.final_index)) == [(2, 0), (2, 1), (2, 2)]
+    assert np.array_equal(joined.rewards[:, 1:], unrolls[1].rewards)

@@ -78,7 +78,12 @@ def train(
         run_dir = experiment.new_run_dir(resolved)
         state = None
     program = experiment.program(resolved, run_dir, spec)
-    counter = run_inline(program, state)
+    if resolved.run.runtime == "ray":
+        from shoal.runtime.ray_launcher import run_ray  # Ray is imported only for ray runs
+
+        counter = run_ray(program, state)
+    else:
+        counter = run_inline(program, state)
 
     evaluation = None
     if resolved.run.eval_episodes > 0:
@@ -92,6 +97,7 @@ def train(
         "updates": counter.updates,
         "wall_time": round(counter.elapsed, 3),
         "stop_reason": counter.stop_reason() or "interrupted",
+        **counter.counts,
         "train_return_mean": counter.mean_return,
         "target_reached_step": counter.target_reached_step,
         "target_reached_unix_time": counter.target_reached_at,

@@ -99,7 +99,9 @@ def resolve(
         "agent",
     )
     try:
-        agent.validate(agent_config, run.num_envs)
+        # On Ray an on-policy batch holds one unroll from every actor.
+        width = run.num_envs * (run.actors if run.runtime == "ray" and agent.on_policy else 1)
+        agent.validate(agent_config, width)
     except ValueError as err:
         raise ConfigError(f"Invalid agent config: {err}") from None
     seed = config.coerce(int, seed if seed is not None else file.get("seed", 0), "seed")

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from shoal.envs.spec import EnvSpec
+from shoal.tree import map_tree
 
 Weights = dict[str, torch.Tensor]
 
@@ -45,6 +46,29 @@ class Unroll:
     @property
     def batch_size(self) -> int:
         return int(self.rewards.shape[1])
+
+
+def concat_unrolls(unrolls: list[Unroll]) -> Unroll:
+    """Unrolls of the same length side by side: `[T, B1] + [T, B2] -> [T, B1 + B2]`."""
+    if len(unrolls) == 1:
+        return unrolls[0]
+    offsets = np.cumsum([0] + [u.batch_size for u in unrolls[:-1]])
+    final_index = [
+        u.final_index + np.array([0, off]) for u, off in zip(unrolls, offsets, strict=True)
+    ]
+    return Unroll(
+        obs=map_tree(lambda *xs: np.concatenate(xs, axis=1), *[u.obs for u in unrolls]),
+        actions=np.concatenate([u.actions for u in unrolls], axis=1),
+        rewards=np.concatenate([u.rewards for u in unrolls], axis=1),
+        terminated=np.concatenate([u.terminated for u in unrolls], axis=1),
+        truncated=np.concatenate([u.truncated for u in unrolls], axis=1),
+        extras={
+            k: np.concatenate([u.extras[k] for u in unrolls], axis=1) for k in unrolls[0].extras
+        },
+        final_obs=map_tree(lambda *xs: np.concatenate(xs), *[u.final_obs for u in unrolls]),
+        final_index=np.concatenate(final_index).astype(np.int64),
+        behaviour_version=min(u.behaviour_version for u in unrolls),
+    )
 
 
 class Policy(Protocol):
@@ -88,6 +112,12 @@ class Agent:
     data: Literal["unroll", "replay"]
     unroll_length: Callable[[Any], int]
     validate: Callable[[Any, int], None] = field(default=lambda config, num_envs: None)
+    # On-policy agents learn from unrolls of the current weights only: launchers collect from
+    # every actor with one version, then update. Off-policy ones (V-trace, replay) take unrolls
+    # as they come while actors keep acting.
+    on_policy: bool = True
+    # How many unrolls make one learner batch when unrolls arrive one by one (off-policy).
+    batch_unrolls: Callable[[Any], int] = field(default=lambda config: 1)
 
 
 class EvalPolicy(Protocol):

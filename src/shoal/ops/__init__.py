@@ -23,8 +23,10 @@ from shoal.ops.policy_losses import (
     value_loss,
 )
 from shoal.ops.returns import discounted_returns, lambda_returns, n_step_returns
+from shoal.ops.vtrace import VTraceReturns, vtrace, vtrace_policy_gradient_loss
 
 __all__ = [
+    "VTraceReturns",
     "approx_kl",
     "categorical_entropy",
     "categorical_log_prob",
@@ -42,4 +44,6 @@ __all__ = [
     "n_step_returns",
     "normalize_advantages",
     "value_loss",
+    "vtrace",
+    "vtrace_policy_gradient_loss",
 ]

@@ -17,6 +17,8 @@ class UnrollCollector:
         self.policy = policy
         self.length = length
         self.obs = env.reset()
+        # Recurrent policies keep per-env state and must hear when an episode ends.
+        self._episode_ended = getattr(policy, "episode_ended", None)
         self.finished_returns: list[float] = []
         self.finished_lengths: list[int] = []
 
@@ -38,6 +40,8 @@ class UnrollCollector:
             rewards[t] = step.reward
             terminated[t] = step.terminated
             truncated[t] = step.truncated
+            if self._episode_ended is not None:
+                self._episode_ended(step.terminated | step.truncated)
             for b, last in step.final_obs.items():
                 if step.truncated[b] and not step.terminated[b]:
                     final_obs.append(last)

@@ -16,7 +16,24 @@ class RunConfig:
         None, "Stop once the mean return of the last `return_window` episodes reaches this."
     )
     num_envs: int = param(8, "Environments stepped together by each actor.")
-    runtime: Literal["inline"] = param("inline", "Where the program runs: inline is one process.")
+    runtime: Literal["inline", "ray"] = param(
+        "inline", "inline: one process; ray: actors and learner as Ray actors (local or cluster)."
+    )
+    actors: int = param(2, "ray: actor processes, each stepping num_envs environments.")
+    address: str | None = param(None, "ray: cluster address (default: start a local Ray).")
+    actor_cpus: float = param(1.0, "ray: CPUs reserved by each actor.")
+    actor_memory_mb: int | None = param(None, "ray: memory reserved by each actor, in MB.")
+    actor_resources: str | None = param(
+        None, "ray: custom resources each actor needs, e.g. 'cpu_node=1' (places actors)."
+    )
+    learner_cpus: float = param(1.0, "ray: CPUs reserved by the learner.")
+    learner_gpus: float = param(0.0, "ray: GPUs reserved by the learner.")
+    learner_resources: str | None = param(None, "ray: custom resources the learner needs.")
+    max_inflight: int = param(1, "ray: unroll requests queued per actor (backpressure).")
+    overlap: bool | None = param(
+        None, "inline: act in a thread while learning (default: yes for off-policy agents)."
+    )
+    queue_capacity: int = param(2, "inline overlap: unrolls buffered between actor and learner.")
     log_interval: int = param(5_000, "Agent steps between rows of metrics.jsonl.")
     checkpoint_interval: int = param(
         50_000, "Agent steps between checkpoints (one is also written at the end)."
@@ -38,6 +55,9 @@ class RunConfig:
             "num_envs",
             "log_interval",
             "checkpoint_interval",
+            "actors",
+            "max_inflight",
+            "queue_capacity",
             "keep_checkpoints",
             "return_window",
             "torch_threads",

@@ -22,6 +22,7 @@ class Counter:
     recent_lengths: deque[int] = field(default_factory=deque)
     target_reached_at: float | None = None  # unix time when stop_at_return was first met
     target_reached_step: int | None = None
+    counts: dict[str, int] = field(default_factory=dict)  # launcher events, e.g. actor restarts
     started: float = field(default_factory=time.time)
 
     def __post_init__(self) -> None:

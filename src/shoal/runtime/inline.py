@@ -1,49 +1,29 @@
-"""The inline launcher: the whole program in this process, acting and learning in turn.
+"""The inline launcher: the whole program in this process.
 
-Deterministic under a seed: torch's generator, the policy's sampler and env i's seed (seed + i)
-are all derived from it, and metrics rows are written at fixed step counts, not on a clock.
+On-policy agents (PPO) act and learn in turn, deterministically under a seed: torch's generator,
+the policy's sampler and env i's seed (seed + i) all derive from it, and metrics rows are written
+at step counts, not on a clock. Off-policy agents (IMPALA) overlap: an actor thread fills a
+bounded queue of unrolls with its own copy of the network, and picks up each new version of the
+weights the learner publishes; the queue's capacity bounds the policy lag. Thread timing makes
+overlapped runs not bit-reproducible; set `run.overlap=false` for that.
 """
 
 from __future__ import annotations
 
-import signal
+import queue
 import threading
-import time
 from typing import Any
 
 import torch
 
-from shoal.checkpoint import save_checkpoint
+from shoal.agents.base import Unroll, concat_unrolls
 from shoal.envs.registry import make_vector_env
 from shoal.runtime.collector import UnrollCollector
 from shoal.runtime.counter import Counter
+from shoal.runtime.driver import TIMING_KEYS, Driver
 from shoal.runtime.program import Program
-from shoal.telemetry import Console, MetricsWriter
 
-# Only these fields of a metrics row depend on the clock; everything else is reproducible.
-TIMING_KEYS = ("time", "steps_per_second")
-
-
-class _StopFlag:
-    """First Ctrl-C asks the loop to stop after the current step and checkpoint; a second aborts."""
-
-    def __init__(self) -> None:
-        self.requested = False
-        self._previous: Any = None
-
-    def __enter__(self) -> _StopFlag:
-        if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._handle)
-        return self
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-
-    def __exit__(self, *exc: object) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
+__all__ = ["TIMING_KEYS", "run_inline"]
 
 
 def run_inline(program: Program, resume: dict[str, Any] | None = None) -> Counter:
@@ -51,118 +31,99 @@ def run_inline(program: Program, resume: dict[str, Any] | None = None) -> Counte
     agent, config, run = program.agent, program.agent_config, program.run
     torch.set_num_threads(run.torch_threads)
     torch.manual_seed(program.seed)
-    resume_count = 0 if resume is None else int(resume["resume_count"]) + 1
-    # A resumed run starts new episodes with new seeds rather than replaying the first ones.
-    env_seed = program.seed + 1_000_003 * resume_count
-
-    net = agent.make_networks(program.spec, config)
-    learner = agent.make_learner(program.spec, config, net)
-    policy = agent.make_policy(program.spec, config, net, env_seed)
-    counter = Counter(run)
-    if resume is not None:
-        learner.load_state_dict(resume["learner"])
-        torch.set_rng_state(resume["torch_rng"])
-        counter.env_steps = int(resume["env_steps"])
-        counter.episodes = int(resume["episodes"])
-        counter.updates = int(resume["updates"])
-        counter.elapsed_before = float(resume["elapsed"])
-        counter.recent_returns.extend(resume["recent_returns"])
-        counter.recent_lengths.extend(resume["recent_lengths"])
-
-    env = make_vector_env(
-        program.env_source, program.spec, program.env_config, run.num_envs, env_seed
-    )
-    collector = UnrollCollector(env, policy, agent.unroll_length(config))
-    writer = MetricsWriter(
-        program.run_dir, run.tensorboard, counter.env_steps if resume is not None else None
-    )
-    console = Console(run.total_steps, counter.env_steps, run.progress, program.run_dir.name)
-
-    def checkpoint() -> None:
-        payload = {
-            "algo": agent.name,
-            "env": program.env_id,
-            "env_steps": counter.env_steps,
-            "episodes": counter.episodes,
-            "updates": counter.updates,
-            "elapsed": counter.elapsed,
-            "recent_returns": list(counter.recent_returns),
-            "recent_lengths": list(counter.recent_lengths),
-            "resume_count": resume_count,
-            "torch_rng": torch.get_rng_state(),
-            "learner": learner.state_dict(),
-        }
-        save_checkpoint(program.checkpoint_dir, counter.env_steps, payload, run.keep_checkpoints)
-
-    next_log = _next_multiple(counter.env_steps, run.log_interval)
-    next_checkpoint = _next_multiple(counter.env_steps, run.checkpoint_interval)
-    last_log_time, last_log_steps = time.time(), counter.env_steps
-    stop = _StopFlag()
-    with stop:
+    with Driver(program, resume) as driver:
+        net = agent.make_networks(program.spec, config)
+        learner = agent.make_learner(program.spec, config, net)
+        driver.restore(learner)
+        overlap = run.overlap if run.overlap is not None else not agent.on_policy
+        # Acting in turn shares the learner's network; overlapping needs a copy of its own.
+        actor_net = agent.make_networks(program.spec, config) if overlap else net
+        policy = agent.make_policy(program.spec, config, actor_net, driver.env_seed)
+        if overlap:
+            policy.load_weights(learner.weights(), learner.version)
+        env = make_vector_env(
+            program.env_source, program.spec, program.env_config, run.num_envs, driver.env_seed
+        )
+        collector = UnrollCollector(env, policy, agent.unroll_length(config))
         try:
-            while counter.stop_reason() is None and not stop.requested:
-                unroll = collector.collect()
-                counter.env_steps += unroll.length * unroll.batch_size
-                counter.add_episodes(*collector.drain_episodes())
-                metrics = learner.update(unroll, counter.progress())
-                counter.updates += 1
-                # Inline, actor and learner share one network: only the version moves.
-                policy.version = learner.version
-                console.update(counter.env_steps, counter.mean_return)
-                if counter.env_steps >= next_log:
-                    now = time.time()
-                    steps = counter.env_steps - last_log_steps
-                    writer.write(
-                        _row(
-                            program,
-                            counter,
-                            metrics,
-                            unroll.behaviour_version,
-                            learner.version,
-                            steps / max(now - last_log_time, 1e-9),
-                        )
-                    )
-                    last_log_time, last_log_steps = now, counter.env_steps
-                    next_log = _next_multiple(counter.env_steps, run.log_interval)
-                if counter.env_steps >= next_checkpoint:
-                    checkpoint()
-                    next_checkpoint = _next_multiple(counter.env_steps, run.checkpoint_interval)
-            checkpoint()
+            if overlap:
+                _overlapped(driver, collector, learner, agent.batch_unrolls(config))
+            else:
+                _in_turn(driver, collector, learner, policy)
+            driver.checkpoint(learner.state_dict())
         finally:
-            console.close()
-            writer.close()
             env.close()
-    if stop.requested:
-        console.print(f"interrupted at {counter.env_steps} steps; a checkpoint was written.")
-    return counter
+    return driver.counter
 
 
-def _next_multiple(value: int, interval: int) -> int:
-    return (value // interval + 1) * interval
+def _in_turn(driver: Driver, collector: UnrollCollector, learner: Any, policy: Any) -> None:
+    while not driver.should_stop():
+        unroll = collector.collect()
+        driver.add_experience(unroll.length * unroll.batch_size, *collector.drain_episodes())
+        metrics = learner.update(unroll, driver.counter.progress())
+        policy.version = learner.version  # one shared network: only the version moves
+        driver.after_update(metrics, 0, learner.state_dict)
 
 
-def _row(
-    program: Program,
-    counter: Counter,
-    metrics: dict[str, float],
-    behaviour_version: int,
-    learner_version: int,
-    steps_per_second: float,
-) -> dict[str, Any]:
-    mean_length = (
-        sum(counter.recent_lengths) / len(counter.recent_lengths)
-        if counter.recent_lengths
-        else None
-    )
-    return {
-        "env_steps": counter.env_steps,
-        "frames": counter.env_steps * program.spec.frames_per_step,
-        "episodes": counter.episodes,
-        "updates": counter.updates,
-        "return_mean": counter.mean_return,
-        "episode_length_mean": mean_length,
-        "policy_lag": learner_version - 1 - behaviour_version,
-        **metrics,
-        "time": round(counter.elapsed, 3),
-        "steps_per_second": round(steps_per_second, 1),
-    }
+class _ActorThread(threading.Thread):
+    """Collects unrolls into a bounded queue, loading the newest published weights first."""
+
+    def __init__(self, collector: UnrollCollector, capacity: int) -> None:
+        super().__init__(name="shoal-actor", daemon=True)
+        self.collector = collector
+        self.unrolls: queue.Queue[tuple[Unroll, list[float], list[int]]] = queue.Queue(capacity)
+        self.stopping = threading.Event()
+        self.error: BaseException | None = None
+        self._published: tuple[int, Any] | None = None
+        self._lock = threading.Lock()
+
+    def publish(self, version: int, weights: Any) -> None:
+        with self._lock:
+            self._published = (version, weights)
+
+    def run(self) -> None:
+        policy = self.collector.policy
+        try:
+            while not self.stopping.is_set():
+                with self._lock:
+                    published = self._published
+                if published is not None and published[0] > policy.version:
+                    policy.load_weights(published[1], published[0])
+                item = (self.collector.collect(), *self.collector.drain_episodes())
+                while not self.stopping.is_set():
+                    try:
+                        self.unrolls.put(item, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+        except BaseException as err:  # surfaced in the learner's thread
+            self.error = err
+
+    def take(self) -> tuple[Unroll, list[float], list[int]]:
+        while True:
+            try:
+                return self.unrolls.get(timeout=0.1)
+            except queue.Empty:
+                if self.error is not None:
+                    raise self.error from None
+                if not self.is_alive():
+                    raise RuntimeError("the actor thread stopped without an error") from None
+
+
+def _overlapped(driver: Driver, collector: UnrollCollector, learner: Any, batch: int) -> None:
+    actor = _ActorThread(collector, driver.program.run.queue_capacity)
+    actor.start()
+    try:
+        while not driver.should_stop():
+            unrolls = []
+            for _ in range(batch):
+                unroll, returns, lengths = actor.take()
+                driver.add_experience(unroll.length * unroll.batch_size, returns, lengths)
+                unrolls.append(unroll)
+            lag = learner.version - min(u.behaviour_version for u in unrolls)
+            metrics = learner.update(concat_unrolls(unrolls), driver.counter.progress())
+            actor.publish(learner.version, learner.weights())
+            driver.after_update(metrics, lag, learner.state_dict)
+    finally:
+        actor.stopping.set()
+        actor.join(timeout=30)

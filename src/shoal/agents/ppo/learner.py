@@ -69,7 +69,7 @@ class PPOLearner:
     def _optimise(self, data: Minibatch, clip_eps: float) -> dict[str, float]:
         config = self.config
         size = data.actions.shape[0]
-        mb = config.minibatch_size
+        mb = min(config.minibatch_size, size)  # a round that lost an actor is smaller
         sums: dict[str, float] = {}
         steps = 0
         for _ in range(config.num_epochs):

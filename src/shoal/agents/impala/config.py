@@ -1,0 +1,98 @@
+"""IMPALA hyperparameters (Espeholt et al. 2018, arXiv:1802.01561)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import get_args
+
+from shoal.config import param
+from shoal.nets.mlp import Activation
+from shoal.nets.torso import TorsoKind
+
+
+@dataclass(frozen=True, kw_only=True)
+class IMPALAConfig:
+    """IMPALA's settings. The paper trains with RMSProp; shoal uses its flat-buffer `Adam`.
+
+    Losses are means over the `[T, B]` steps of a batch (torchbeast sums them), so the learning
+    rate does not have to shrink as unrolls or batches grow.
+    """
+
+    learning_rate: float = param(6e-4, "Adam step size at the start (the paper uses RMSProp).")
+    anneal_lr: bool = param(True, "Decay the learning rate linearly to 0 over the budget.")
+    unroll_length: int = param(20, "Steps per environment in one unroll (T).")
+    batch_size: int = param(
+        1, "Unrolls per learner step (the runtime stacks them side by side along B)."
+    )
+    gamma: float = param(0.99, "Discount factor.")
+    lambda_: float = param(1.0, "V-trace lambda, multiplying the trace coefficients c_s.")
+    rho_bar: float = param(1.0, "V-trace rho-bar: clips importance weights in the value targets.")
+    c_bar: float = param(1.0, "V-trace c-bar: clips the trace coefficients.")
+    pg_rho_bar: float = param(1.0, "Clips importance weights in the policy-gradient advantage.")
+    value_coef: float = param(0.5, "Weight of the baseline loss 0.5 (v_s - V(x_s))^2.")
+    entropy_coef: float = param(0.01, "Weight of the entropy bonus.")
+    max_grad_norm: float = param(40.0, "Clip the global gradient norm to this (0 disables).")
+    torso: str = param(
+        "auto", "auto, mlp, nature_cnn, impala_resnet, minatar_cnn, or package.module:function."
+    )
+    hidden_sizes: tuple[int, ...] = param((64, 64), "Hidden layer widths of the MLP torso.")
+    activation: Activation = param("relu", "Hidden activation of the MLP torso (ReLU in the paper).")
+    use_lstm: bool = param(False, "Put an LSTM core between the torso and the heads.")
+    lstm_size: int = param(256, "Hidden units of the LSTM core.")
+    reward_clip: float | None = param(
+        None, "Clip rewards to [-x, x] for learning (1.0 for Atari); None keeps them."
+    )
+
+    def __post_init__(self) -> None:
+        for name in ("learning_rate", "unroll_length", "batch_size", "lstm_size"):
+            if getattr(self, name) <= 0:
+                raise ValueError(
+                    f"{name} must be > 0, got {getattr(self, name)}; set --agent.{_flag(name)} "
+                    "to a positive value."
+                )
+        for name in ("gamma", "lambda_"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(
+                    f"{name} must be in [0, 1], got {getattr(self, name)}; set "
+                    f"--agent.{_flag(name)} to a value in [0, 1]."
+                )
+        for name in ("rho_bar", "c_bar", "pg_rho_bar"):
+            if not getattr(self, name) > 0:
+                raise ValueError(
+                    f"{name} must be > 0 (1.0 as in the paper; inf turns clipping off), got "
+                    f"{getattr(self, name)}; set --agent.{_flag(name)}."
+                )
+        for name in ("value_coef", "entropy_coef", "max_grad_norm"):
+            if not 0 <= getattr(self, name) < math.inf:
+                raise ValueError(
+                    f"{name} must be a finite number >= 0, got {getattr(self, name)}; set "
+                    f"--agent.{_flag(name)}."
+                )
+        if self.reward_clip is not None and not self.reward_clip > 0:
+            raise ValueError(
+                f"reward_clip must be > 0 or None, got {self.reward_clip}; set "
+                "--agent.reward-clip 1.0 to clip to [-1, 1] or none to keep rewards."
+            )
+        if not self.hidden_sizes or min(self.hidden_sizes) <= 0:
+            raise ValueError(
+                f"hidden_sizes must be positive widths, got {self.hidden_sizes}; "
+                "set e.g. --agent.hidden-sizes 64,64."
+            )
+        if ":" not in self.torso and self.torso not in get_args(TorsoKind):
+            raise ValueError(
+                f"torso={self.torso!r} is not one of {', '.join(get_args(TorsoKind))} "
+                "nor a 'package.module:function' path."
+            )
+
+
+def _flag(name: str) -> str:
+    # The command line turns "-" into "_", so `lambda_` is spelled --agent.lambda_ there.
+    return name if name.endswith("_") else name.replace("_", "-")
+
+
+def validate(config: IMPALAConfig, num_envs: int) -> None:
+    """Checks that need the run's env count as well as the agent config: none so far.
+
+    Any number of envs works; `batch_size` unrolls of `num_envs` columns form a learner batch.
+    """

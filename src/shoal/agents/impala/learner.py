@@ -1,0 +1,74 @@
+"""IMPALA's learner: one gradient step of the V-trace actor-critic loss per batch of unrolls."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from shoal.agents.base import Unroll, Weights, concat_unrolls
+from shoal.agents.impala.config import IMPALAConfig
+from shoal.agents.impala.loss import Batch, impala_loss
+from shoal.agents.impala.networks import IMPALANet
+from shoal.envs.spec import EnvSpec
+from shoal.optim import Adam
+
+
+class IMPALALearner:
+    """Owns the optimiser; `update` takes one unroll or a list of them (stacked along B)."""
+
+    def __init__(self, spec: EnvSpec, config: IMPALAConfig, net: IMPALANet) -> None:
+        self.config = config
+        self.net = net
+        # Adam, not the paper's RMSProp: shoal's flat-buffer Adam is a few kernels per step.
+        self.optimizer = Adam(net.parameters(), lr=config.learning_rate, eps=1e-5)
+        self.version = 0
+
+    def update(self, batch: Unroll | Sequence[Unroll], progress: float) -> dict[str, float]:
+        """One gradient step on `batch`; `progress` in [0, 1] anneals the learning rate."""
+        unroll = batch if isinstance(batch, Unroll) else self.stack(batch)
+        config = self.config
+        remaining = max(0.0, 1.0 - progress)
+        learning_rate = config.learning_rate * (remaining if config.anneal_lr else 1.0)
+        self.optimizer.lr = learning_rate
+
+        result = impala_loss(self.net, Batch.from_unroll(unroll), config)
+        self.optimizer.zero_grad()
+        result.loss.backward()
+        # With max_grad_norm = 0 the infinite bound leaves gradients as they are.
+        grad_norm = self.optimizer.clip_grad_norm(config.max_grad_norm or math.inf)
+        self.optimizer.step()
+        self.version += 1
+        metrics = {key: float(value) for key, value in result.metrics.items()}
+        metrics["grad_norm"] = float(grad_norm)
+        metrics["learning_rate"] = learning_rate
+        return metrics
+
+    @staticmethod
+    def stack(unrolls: Sequence[Unroll]) -> Unroll:
+        """Unrolls of one length side by side: `[T, B1], [T, B2], ... -> [T, B1 + B2 + ...]`."""
+        unrolls = list(unrolls)
+        if not unrolls:
+            raise ValueError("IMPALALearner.update got an empty list of unrolls.")
+        lengths = sorted({u.length for u in unrolls})
+        if len(lengths) > 1:
+            raise ValueError(
+                f"Unrolls in one batch must have the same length T, got lengths {lengths}; "
+                "collect them with the same unroll_length."
+            )
+        return concat_unrolls(unrolls)
+
+    def weights(self) -> Weights:
+        return {k: v.detach().clone() for k, v in self.net.state_dict().items()}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "network": self.net.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "version": self.version,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.net.load_state_dict(state["network"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.version = int(state["version"])

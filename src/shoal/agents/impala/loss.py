@@ -1,0 +1,140 @@
+"""IMPALA's loss, composed from `shoal.ops` (Espeholt et al. 2018, Section 4).
+
+Policy gradient with V-trace advantages + weighted baseline loss `0.5 (v_s - V(x_s))^2`
+- weighted entropy, each a mean over the `[T, B]` steps.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+
+from shoal import ops
+from shoal.agents.base import Unroll
+from shoal.agents.impala.config import IMPALAConfig
+from shoal.agents.impala.networks import IMPALANet
+from shoal.nets import LSTMState
+from shoal.tree import map_tree
+
+
+class Batch(NamedTuple):
+    """An unroll as tensors, time-major."""
+
+    obs: Any  # [T + 1, B, ...] (a dict of such for Dict observations)
+    first: torch.Tensor  # [T + 1, B] bool: obs[t] starts an episode
+    actions: torch.Tensor  # [T, B] int64
+    rewards: torch.Tensor  # [T, B] float32
+    terminated: torch.Tensor  # [T, B] bool
+    truncated: torch.Tensor  # [T, B] bool
+    behaviour_logits: torch.Tensor  # [T, B, A]: μ's logits when acting
+    initial_state: LSTMState | None  # ([B, H], [B, H]) the core started obs[0] from
+    final_obs: Any  # [K, ...] last observations of episodes truncated at final_index
+    final_index: torch.Tensor  # [K, 2] int64 (t, b)
+
+    @classmethod
+    def from_unroll(cls, unroll: Unroll) -> Batch:
+        """Tensors of an unroll collected by `IMPALAPolicy` (extras: logits, first, core state)."""
+        ended = unroll.terminated | unroll.truncated
+        extras = unroll.extras
+        starts = extras.get("first", np.zeros_like(ended))
+        recurrent = "core_h" in extras
+        if recurrent and not np.array_equal(starts[1:], ended[:-1]):
+            raise RuntimeError(
+                "The unroll's recorded episode starts do not follow its episode ends: the "
+                "recurrent IMPALA policy was not told when episodes ended, so it carried its LSTM "
+                "state from one episode into the next. The loop that steps the envs must call "
+                "policy.episode_ended(terminated | truncated) after every step."
+            )
+        # obs[0] starts an episode where the actor said so; obs[t + 1] where step t ended one.
+        first = np.concatenate([starts[:1], ended])
+        return cls(
+            obs=map_tree(torch.from_numpy, unroll.obs),
+            first=torch.from_numpy(first),
+            actions=torch.from_numpy(unroll.actions),
+            rewards=torch.from_numpy(unroll.rewards),
+            terminated=torch.from_numpy(unroll.terminated),
+            truncated=torch.from_numpy(unroll.truncated),
+            behaviour_logits=torch.from_numpy(extras["logits"]),
+            initial_state=(
+                (torch.from_numpy(extras["core_h"][0]), torch.from_numpy(extras["core_c"][0]))
+                if recurrent
+                else None
+            ),
+            final_obs=map_tree(torch.from_numpy, unroll.final_obs),
+            final_index=torch.from_numpy(unroll.final_index),
+        )
+
+
+class LossResult(NamedTuple):
+    loss: torch.Tensor  # scalar, differentiable
+    metrics: dict[str, torch.Tensor]  # detached scalars
+    targets: ops.VTraceReturns  # [T, B]
+    values: torch.Tensor  # V(x_t) [T, B] under the current weights, detached
+    v_t: torch.Tensor  # V(x_{t+1}) [T, B], the final observation's value at a truncation
+
+
+def impala_loss(net: IMPALANet, batch: Batch, config: IMPALAConfig) -> LossResult:
+    """The IMPALA loss of one batch under the current network (the target policy π)."""
+    length = batch.rewards.shape[0]
+    t_trunc, b_trunc = batch.final_index.unbind(1)
+    # One pass over all T + 1 observations: rows 0..T-1 are learned from, row T bootstraps.
+    logits, values, _, states = net.unroll_keeping_states(
+        batch.obs, batch.first, batch.initial_state, t_trunc.unique().tolist()
+    )
+    logits, v_tm1 = logits[:length], values[:length]
+    v_t = values[1:].detach().clone()
+    if len(t_trunc):
+        v_t[t_trunc, b_trunc] = _final_values(net, batch, states)
+
+    log_pi_a = ops.categorical_log_prob(logits, batch.actions)
+    log_mu_a = ops.categorical_log_prob(batch.behaviour_logits, batch.actions)
+    log_rhos = log_pi_a.detach() - log_mu_a
+    rewards = batch.rewards
+    if config.reward_clip is not None:
+        rewards = rewards.clamp(-config.reward_clip, config.reward_clip)
+    discount_t = config.gamma * (~batch.terminated).to(rewards.dtype)
+    targets = ops.vtrace(
+        v_tm1.detach(),
+        v_t,
+        rewards,
+        discount_t,
+        log_rhos,
+        rho_bar=config.rho_bar,
+        c_bar=config.c_bar,
+        pg_rho_bar=config.pg_rho_bar,
+        lambda_=config.lambda_,
+        end_t=batch.terminated | batch.truncated,
+    )
+    policy_loss = ops.vtrace_policy_gradient_loss(log_pi_a, targets.pg_advantages).mean()
+    value_loss = ops.value_loss(v_tm1, targets.vs).mean()
+    entropy = ops.categorical_entropy(logits).mean()
+    loss = policy_loss + config.value_coef * value_loss - config.entropy_coef * entropy
+    metrics = {
+        "policy_loss": policy_loss.detach(),
+        "value_loss": value_loss.detach(),
+        "entropy": entropy.detach(),
+        "rho_mean": targets.rhos.mean(),
+        # Where π/μ exceeded ρ̄, so the clipped weight differs from the ratio.
+        "rho_clip_fraction": (targets.rhos < log_rhos.exp()).float().mean(),
+    }
+    return LossResult(loss, metrics, targets, v_tm1.detach(), v_t)
+
+
+@torch.no_grad()
+def _final_values(net: IMPALANet, batch: Batch, states: dict[int, LSTMState]) -> torch.Tensor:
+    """`V(final_obs[k])` `[K]` for the episodes truncated at `final_index[k] = (t, b)`."""
+    t_trunc, b_trunc = batch.final_index.unbind(1)
+    count = len(t_trunc)
+    final_obs = map_tree(lambda x: x[None], batch.final_obs)  # one step of K entries
+    if not net.recurrent:
+        first = torch.ones(1, count, dtype=torch.bool)
+        return net.unroll(final_obs, first, None)[1][0]
+    # The final observation continues the episode: step the core once more on it from the state
+    # after step t (which has seen obs[t]), as the actor would have done had the episode gone on.
+    # The actor never took this step, so the value comes from the learner's weights alone.
+    h = torch.stack([states[int(t)][0][b] for t, b in zip(t_trunc, b_trunc, strict=True)])
+    c = torch.stack([states[int(t)][1][b] for t, b in zip(t_trunc, b_trunc, strict=True)])
+    first = torch.zeros(1, count, dtype=torch.bool)
+    return net.unroll(final_obs, first, (h, c))[1][0]

@@ -1,0 +1,155 @@
+"""What every launcher does around acting and learning: count, log, checkpoint, stop.
+
+A launcher owns where the actors and the learner run; the `Driver` owns the run directory side:
+the `Counter`, metrics rows at fixed step counts, the console, periodic and final checkpoints,
+and Ctrl-C (first press: stop after the current update and checkpoint; second: abort).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from shoal.checkpoint import save_checkpoint
+from shoal.runtime.counter import Counter
+from shoal.runtime.program import Program
+from shoal.telemetry import Console, MetricsWriter
+
+# Only these fields of a metrics row depend on the clock; everything else is reproducible.
+TIMING_KEYS = ("time", "steps_per_second")
+
+
+class Driver:
+    def __init__(self, program: Program, resume: dict[str, Any] | None) -> None:
+        self.program = program
+        run = program.run
+        self.resume = resume
+        self.resume_count = 0 if resume is None else int(resume["resume_count"]) + 1
+        self.counter = Counter(run)
+        self.counts = self.counter.counts  # launcher events, e.g. actor restarts
+        if resume is not None:
+            counter = self.counter
+            counter.env_steps = int(resume["env_steps"])
+            counter.episodes = int(resume["episodes"])
+            counter.updates = int(resume["updates"])
+            counter.elapsed_before = float(resume["elapsed"])
+            counter.recent_returns.extend(resume["recent_returns"])
+            counter.recent_lengths.extend(resume["recent_lengths"])
+            self.counts.update(resume.get("counts", {}))
+        self.writer = MetricsWriter(
+            program.run_dir, run.tensorboard, self.counter.env_steps if resume else None
+        )
+        self.console = Console(
+            run.total_steps, self.counter.env_steps, run.progress, program.run_dir.name
+        )
+        self._next_log = _next_multiple(self.counter.env_steps, run.log_interval)
+        self._next_checkpoint = _next_multiple(self.counter.env_steps, run.checkpoint_interval)
+        self._last_log = (time.time(), self.counter.env_steps)
+        self._stop_requested = False
+        self._previous_handler: Any = None
+
+    @property
+    def env_seed(self) -> int:
+        """Seed of the first env; a resumed run meets new episodes rather than replaying them."""
+        return self.program.seed + 1_000_003 * self.resume_count
+
+    def restore(self, learner: Any) -> None:
+        """Load the learner (and torch's generator) from the checkpoint being resumed."""
+        if self.resume is not None:
+            learner.load_state_dict(self.resume["learner"])
+            torch.set_rng_state(self.resume["torch_rng"])
+
+    def add_experience(self, steps: int, returns: list[float], lengths: list[int]) -> None:
+        self.counter.env_steps += steps
+        self.counter.add_episodes(returns, lengths)
+        self.console.update(self.counter.env_steps, self.counter.mean_return)
+
+    def count(self, event: str, n: int = 1) -> None:
+        self.counts[event] = self.counts.get(event, 0) + n
+
+    def after_update(
+        self, metrics: dict[str, float], policy_lag: float, learner_state: Callable[[], dict]
+    ) -> None:
+        """Write a metrics row and a checkpoint when their step counts have been passed."""
+        counter, run = self.counter, self.program.run
+        counter.updates += 1
+        if counter.env_steps >= self._next_log:
+            now = time.time()
+            then, steps_then = self._last_log
+            rate = (counter.env_steps - steps_then) / max(now - then, 1e-9)
+            self.writer.write(self._row(metrics, policy_lag, rate))
+            self._last_log = (now, counter.env_steps)
+            self._next_log = _next_multiple(counter.env_steps, run.log_interval)
+        if counter.env_steps >= self._next_checkpoint:
+            self.checkpoint(learner_state())
+            self._next_checkpoint = _next_multiple(counter.env_steps, run.checkpoint_interval)
+
+    def should_stop(self) -> bool:
+        return self._stop_requested or self.counter.stop_reason() is not None
+
+    def checkpoint(self, learner_state: dict[str, Any]) -> None:
+        counter = self.counter
+        payload = {
+            "algo": self.program.agent.name,
+            "env": self.program.env_id,
+            "env_steps": counter.env_steps,
+            "episodes": counter.episodes,
+            "updates": counter.updates,
+            "elapsed": counter.elapsed,
+            "recent_returns": list(counter.recent_returns),
+            "recent_lengths": list(counter.recent_lengths),
+            "resume_count": self.resume_count,
+            "counts": dict(self.counts),
+            "torch_rng": torch.get_rng_state(),
+            "learner": learner_state,
+        }
+        run = self.program.run
+        save_checkpoint(
+            self.program.checkpoint_dir, counter.env_steps, payload, run.keep_checkpoints
+        )
+
+    def _row(self, metrics: dict[str, float], policy_lag: float, rate: float) -> dict[str, Any]:
+        counter = self.counter
+        lengths = counter.recent_lengths
+        return {
+            "env_steps": counter.env_steps,
+            "frames": counter.env_steps * self.program.spec.frames_per_step,
+            "episodes": counter.episodes,
+            "updates": counter.updates,
+            "return_mean": counter.mean_return,
+            "episode_length_mean": sum(lengths) / len(lengths) if lengths else None,
+            "policy_lag": policy_lag,
+            **self.counts,
+            **metrics,
+            "time": round(counter.elapsed, 3),
+            "steps_per_second": round(rate, 1),
+        }
+
+    def __enter__(self) -> Driver:
+        if threading.current_thread() is threading.main_thread():
+            self._previous_handler = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def _on_sigint(self, signum: int, frame: Any) -> None:
+        if self._stop_requested:
+            raise KeyboardInterrupt
+        self._stop_requested = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous_handler is not None:
+            signal.signal(signal.SIGINT, self._previous_handler)
+        self.console.close()
+        self.writer.close()
+        if self._stop_requested:
+            self.console.print(
+                f"interrupted at {self.counter.env_steps} steps; a checkpoint was written."
+            )
+
+
+def _next_multiple(value: int, interval: int) -> int:
+    return (value // interval + 1) * interval

@@ -1,0 +1,91 @@
+"""The ray launcher on a simulated two-node cluster: learning, placement, restarts, resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import shoal
+from shoal.checkpoint import list_checkpoints, load_checkpoint
+from shoal.errors import ShoalError
+
+pytestmark = pytest.mark.distributed
+
+
+def _ray_run(quiet_run, **extra):
+    return {**quiet_run, "runtime": "ray", "actors": 2, "num_envs": 4, **extra}
+
+
+def test_ppo_solves_cartpole_on_ray_with_two_actors(ray_cluster, quiet_run):
+    result = shoal.train(
+        "ppo",
+        "CartPole-v1",
+        seed=0,
+        run=_ray_run(quiet_run, stop_at_return=475, total_steps=200_000),
+    )
+    assert result.stop_reason == "stop_at_return"
+    assert result.evaluation.mean_return >= 475
+
+
+def test_actors_are_placed_on_the_node_with_their_resource(ray_cluster, quiet_run):
+    _, worker = ray_cluster
+    result = shoal.train(
+        "ppo",
+        "CartPole-v1",
+        total_steps=2048,
+        run=_ray_run(quiet_run, actor_resources="actor_node=1", eval_episodes=0),
+    )
+    placement = json.loads((result.run_dir / "ray_actors.json").read_text())
+    assert {placement[f"actor{i}"]["node_id"] for i in range(2)} == {worker.node_id}
+    assert placement["learner"]["node_id"] != worker.node_id
+
+
+def test_a_killed_actor_is_restarted_counted_and_the_run_still_learns(ray_cluster, quiet_run):
+    run = _ray_run(quiet_run, stop_at_return=475, total_steps=300_000, run_name="killed")
+    outcome = {}
+    thread = threading.Thread(
+        target=lambda: outcome.update(result=shoal.train("ppo", "CartPole-v1", run=run))
+    )
+    thread.start()
+    placement_file = Path(quiet_run["runs_dir"]) / "killed" / "ray_actors.json"
+    deadline = time.time() + 120
+    while not placement_file.exists() and time.time() < deadline:
+        time.sleep(0.2)
+    assert placement_file.exists(), "the ray run did not start"
+    time.sleep(2)  # let it act and learn for a moment
+    os.kill(json.loads(placement_file.read_text())["actor0"]["pid"], signal.SIGKILL)
+    thread.join(timeout=600)
+    result = outcome["result"]
+    assert result.summary["actor_restarts"] >= 1
+    assert result.evaluation.mean_return >= 475
+
+
+def test_a_ray_run_resumes_from_its_checkpoint(ray_cluster, quiet_run):
+    run = _ray_run(quiet_run, total_steps=2048, checkpoint_interval=1024, eval_episodes=0)
+    first = shoal.train("ppo", "CartPole-v1", run=run)
+    saved = load_checkpoint(list_checkpoints(first.run_dir / "checkpoints")[-1])
+    resumed = shoal.train(resume=first.run_dir, run={"total_steps": 4096})
+    assert resumed.env_steps >= 4096 > saved["env_steps"]
+    assert (
+        load_checkpoint(list_checkpoints(first.run_dir / "checkpoints")[-1])["updates"]
+        > (saved["updates"])
+    )
+
+
+def test_unplaceable_actors_give_a_clear_error(ray_cluster, quiet_run, monkeypatch):
+    from shoal.runtime import ray_launcher
+
+    monkeypatch.setattr(ray_launcher, "PLACEMENT_TIMEOUT_S", 3.0)
+    with pytest.raises(ShoalError, match="could not place"):
+        shoal.train(
+            "ppo",
+            "CartPole-v1",
+            total_steps=1024,
+            run=_ray_run(quiet_run, actor_resources="no_such_node=1"),
+        )
