@@ -146,3 +146,8 @@ def test_python_dash_m_train_then_eval(tmp_path):
         [sys.executable, "-m", "shoal", "eval", str(tmp_path)], capture_output=True, text=True
     )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_envs_per_actor_is_num_envs(capsys, tmp_path):
+    err = _fails(capsys, tmp_path, "ppo", "--env", "CartPole-v1", "--envs-per-actor", "0")
+    assert "num_envs must be > 0" in err

@@ -19,6 +19,10 @@ from shoal.runtime.config import RunConfig
 EXIT_USAGE = 2
 
 
+# Names the issue tracker and the distributed-RL literature use for the same settings.
+_ALIASES = {"num_envs": ("--envs-per-actor",)}
+
+
 def _run_option(name: str) -> str:
     return "--" + name.replace("_", "-")
 
@@ -46,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     for name, type_name, default, doc in describe(RunConfig):
         train.add_argument(
             _run_option(name),
+            *_ALIASES.get(name, ()),
             dest=f"run.{name}",
             metavar=type_name.upper(),
             help=f"{doc} (default {default})",
