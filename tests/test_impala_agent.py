@@ -79,7 +79,7 @@ def setup(length: int = 7, factories=FACTORIES, sharpen: bool = True, **config):
 @pytest.mark.parametrize(
     ("field", "value", "hint"),
     [
-        ("lambda_", 1.5, "--agent.lambda_"),
+        ("trace_lambda", 1.5, "--agent.trace-lambda"),
         ("rho_bar", 0.0, "--agent.rho-bar"),
         ("unroll_length", 0, "--agent.unroll-length"),
         ("reward_clip", -1.0, "--agent.reward-clip"),
@@ -191,10 +191,11 @@ def test_eval_policy_is_greedy_and_resets_when_told():
 
 @pytest.mark.parametrize("lambda_", [1.0, 0.8])
 def test_on_policy_rhos_are_one_and_vs_is_the_lambda_return(lambda_):
-    config, net, _, _, collector = setup(lambda_=lambda_, gamma=0.9)
+    config, net, _, _, collector = setup(trace_lambda=lambda_, gamma=0.9)
     collector.collect()
     unroll = collector.collect()
     result = impala_loss(net, Batch.from_unroll(unroll), config)
+    torch.testing.assert_close(result.log_rhos, torch.zeros(7, 2), rtol=0, atol=1e-5)
     torch.testing.assert_close(result.targets.rhos, torch.ones(7, 2))
     assert result.metrics["rho_mean"].item() == pytest.approx(1.0)
     # The reference: values of the next observations, the final observation where truncated.
@@ -224,9 +225,12 @@ def test_recurrent_learner_recomputes_the_behaviour_policy_and_bootstraps_trunca
     assert unroll.truncated.any() and unroll.extras["core_h"][0].any()
     result = impala_loss(net, Batch.from_unroll(unroll), config)
     # The learner restarted from the recorded state and reset where episodes ended: π = μ.
+    torch.testing.assert_close(result.log_rhos, torch.zeros(7, 2), rtol=0, atol=1e-5)
     torch.testing.assert_close(result.targets.rhos, torch.ones(7, 2))
-    log_mu = torch.log_softmax(torch.from_numpy(unroll.extras["logits"]), -1)
-    assert (log_mu.exp() - 0.5).abs().max() > 0.25  # far from uniform: a wrong state would show
+    # A check that can fail: restarting env 1 from a zero state instead gives π != μ.
+    zero = tuple(torch.zeros(2, 8) for _ in range(2))
+    wrong = impala_loss(net, Batch.from_unroll(unroll)._replace(initial_state=zero), config)
+    assert wrong.log_rhos[0, 1].abs() > 1e-3
     # A truncated step's successor value is one more core step on the final observation.
     with torch.no_grad():
         state = tuple(torch.from_numpy(unroll.extras[k][0]) for k in ("core_h", "core_c"))
@@ -281,6 +285,47 @@ def test_unrolls_stack_along_the_batch_axis():
         IMPALALearner.stack([first, setup(length=3, sharpen=False)[4].collect()])
 
 
+class DictCountdown(Countdown):
+    """Countdown with Dict observations: the count and a uint8 flag vector."""
+
+    def __init__(self) -> None:
+        super().__init__(length=3)
+        self.observation_space = gym.spaces.Dict(
+            {
+                "count": gym.spaces.Box(0.0, np.inf, (1,), np.float32),
+                "flag": gym.spaces.Box(0, 255, (2,), np.uint8),
+            }
+        )
+
+    def _dict(self, count):
+        return {"count": count, "flag": np.array([count[0] % 2, 1], np.uint8)}
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = super().reset(seed=seed, options=options)
+        return self._dict(obs), info
+
+    def step(self, action):
+        obs, *rest = super().step(action)
+        return self._dict(obs), *rest
+
+
+@pytest.mark.parametrize("use_lstm", [False, True])
+def test_dict_observations_are_learned_from_and_stacked(use_lstm):
+    spec = EnvSpec.from_env("dict-countdown", DictCountdown())
+    config = IMPALAConfig(unroll_length=5, use_lstm=use_lstm, lstm_size=8)
+    net = AGENT.make_networks(spec, config)
+    policy = AGENT.make_policy(spec, config, net, 0)
+    env = TellsPolicy(InProcessVectorEnv([DictCountdown] * 2, spec, seed=0), policy)
+    collector = UnrollCollector(env, policy, 5)
+    unrolls = [collector.collect(), collector.collect()]
+    assert len(unrolls[0].final_index) and unrolls[0].final_obs["flag"].dtype == np.uint8
+    stacked = IMPALALearner.stack(unrolls)
+    assert stacked.obs["flag"].shape == (6, 4, 2) and stacked.final_obs["count"].shape[1:] == (1,)
+    learner = AGENT.make_learner(spec, config, net)
+    metrics = learner.update(unrolls, 0.0)
+    assert learner.version == 1 and all(np.isfinite(v) for v in metrics.values())
+
+
 def test_rewards_are_clipped_for_learning_when_asked():
     config, net, _, _, collector = setup(reward_clip=1.0)
     unroll = collector.collect()
@@ -321,25 +366,36 @@ def one_torch_thread():
     torch.set_num_threads(threads)
 
 
-def test_feed_forward_impala_learns_cartpole(one_torch_thread):
-    """Acting and learning alternate, as the inline runtime runs them."""
+@pytest.mark.parametrize("lag", [0, 10])
+def test_feed_forward_impala_learns_cartpole(one_torch_thread, lag):
+    """Acting and learning alternate, as the inline runtime runs them.
+
+    `lag=0`: actor and learner share one network, so the data is on-policy. `lag=10`: the actor
+    has a network of its own and gets the learner's weights every 10 updates, so V-trace has
+    real importance weights to correct for.
+    """
     torch.manual_seed(0)
     spec = env_spec("CartPole-v1")
-    config = IMPALAConfig(unroll_length=20, learning_rate=1e-3, anneal_lr=False, activation="relu")
+    config = IMPALAConfig(unroll_length=20, learning_rate=1e-3, anneal_lr=False)
     net = AGENT.make_networks(spec, config)
-    policy = AGENT.make_policy(spec, config, net, 0)
     learner = AGENT.make_learner(spec, config, net)
+    actor_net = AGENT.make_networks(spec, config) if lag else net
+    policy = AGENT.make_policy(spec, config, actor_net, 0)
+    policy.load_weights(learner.weights(), 1)
     env = InProcessVectorEnv([make_env_factory("CartPole-v1")] * 8, spec, seed=0)
     collector = UnrollCollector(env, policy, config.unroll_length)
-    start, steps, returns = time.perf_counter(), 0, []
+    start, steps, returns, rhos = time.perf_counter(), 0, [], []
     while steps < 150_000 and (len(returns) < 20 or np.mean(returns[-20:]) < 150):
         unroll = collector.collect()
         steps += unroll.rewards.size
-        learner.update(unroll, steps / 150_000)
-        policy.version = learner.version
+        metrics = learner.update(unroll, steps / 150_000)
+        rhos.append(metrics["rho_mean"])
+        if lag and learner.version % lag == 0:
+            policy.load_weights(learner.weights(), learner.version)
         returns += collector.drain_episodes()[0]
     seconds = time.perf_counter() - start
     mean = np.mean(returns[-20:])
-    print(f"IMPALA CartPole: mean return {mean:.1f} of the last 20 episodes after {steps} steps")
-    print(f"({seconds:.1f} s)")
+    print(f"IMPALA CartPole, lag {lag}: mean return {mean:.1f} of the last 20 episodes after")
+    print(f"{steps} steps ({seconds:.1f} s), mean rho {np.mean(rhos):.3f}")
     assert mean >= 150
+    assert (np.mean(rhos) < 0.99) if lag else np.allclose(rhos, 1.0, atol=1e-4)

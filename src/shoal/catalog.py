@@ -18,6 +18,10 @@ AGENTS: dict[str, tuple[str, str]] = {
         "shoal.agents.ppo",
         "Proximal Policy Optimisation with GAE (on-policy, discrete or continuous)",
     ),
+    "impala": (
+        "shoal.agents.impala",
+        "IMPALA with V-trace off-policy correction (discrete actions, feed-forward or LSTM)",
+    ),
 }
 
 

@@ -85,8 +85,9 @@ def check_against_reference(inputs, end_t, rho_bar, c_bar, pg_rho_bar, lam):
         lambda_=lam,
         end_t=end_t,
     )
-    vs, pg, rhos = ref_vtrace(**inputs, end_t=end_t, rho_bar=rho_bar, c_bar=c_bar,
-                              pg_rho_bar=pg_rho_bar, lam=lam)  # fmt: skip
+    vs, pg, rhos = ref_vtrace(
+        **inputs, end_t=end_t, rho_bar=rho_bar, c_bar=c_bar, pg_rho_bar=pg_rho_bar, lam=lam
+    )
     np.testing.assert_allclose(out.vs.numpy(), vs, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(out.pg_advantages.numpy(), pg, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(out.rhos.numpy(), rhos, rtol=1e-6, atol=1e-6)
@@ -122,8 +123,10 @@ def test_matches_the_paper_when_ratios_cross_every_threshold(rho_bar, c_bar, pg_
 def test_fully_random_values_match_the_sum_form():
     """The n-step sum uses v_t[t] as V(x_{t+1}) in δ_t, even where it differs from v_tm1[t+1]."""
     g = torch.Generator().manual_seed(3)
-    inputs = {k: torch.randn(9, 3, generator=g, dtype=torch.float64) for k in
-              ("v_tm1", "v_t", "r_t", "log_rhos")}  # fmt: skip
+    inputs = {
+        k: torch.randn(9, 3, generator=g, dtype=torch.float64)
+        for k in ("v_tm1", "v_t", "r_t", "log_rhos")
+    }
     inputs["discount_t"] = torch.full((9, 3), GAMMA, dtype=torch.float64)
     out = vtrace(**inputs, c_bar=0.8)
     vs, _, _ = ref_vtrace(**inputs, end_t=None, rho_bar=1.0, c_bar=0.8, pg_rho_bar=1.0, lam=1.0)
@@ -138,7 +141,8 @@ def test_hand_derived_two_steps():
     discount_t = torch.full((2, 1), 0.5)
     log_rhos = torch.tensor([[math.log(2.0)], [math.log(0.5)]])
     out = vtrace(v_tm1, v_t, r_t, discount_t, log_rhos)
-    # δ_1 = 0.5 (1 + 1.5 - 2) = 0.25, v_1 = 2.25; δ_0 = 1 (1 + 1 - 1) = 1, v_0 = 1 + 1 + 0.5 · 1 · 0.25.
+    # δ_1 = 0.5 (1 + 1.5 - 2) = 0.25, v_1 = 2.25;
+    # δ_0 = 1 (1 + 1 - 1) = 1, v_0 = 1 + 1 + 0.5 · 1 · 0.25.
     assert out.vs[:, 0].tolist() == pytest.approx([2.125, 2.25])
     # A_0 = 1 · (1 + 0.5 · 2.25 - 1); A_1 = 0.5 · (1 + 0.5 · 3 - 2).
     assert out.pg_advantages[:, 0].tolist() == pytest.approx([1.125, 0.25])

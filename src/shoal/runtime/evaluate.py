@@ -44,9 +44,12 @@ def evaluate_policy(
     obs = env.reset()
     started = width  # episodes begun; an env whose episode would exceed the count stops counting
     active = np.ones(width, bool)
+    episode_ended = getattr(policy, "episode_ended", None)
     try:
         while len(returns) < episodes:
             step = env.step(policy.act(obs))
+            if episode_ended is not None:  # recurrent policies reset their state per env
+                episode_ended(step.terminated | step.truncated)
             ended = np.nonzero(step.terminated | step.truncated)[0]
             for k, b in enumerate(ended):
                 if active[b]:

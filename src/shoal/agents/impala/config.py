@@ -26,7 +26,7 @@ class IMPALAConfig:
         1, "Unrolls per learner step (the runtime stacks them side by side along B)."
     )
     gamma: float = param(0.99, "Discount factor.")
-    lambda_: float = param(1.0, "V-trace lambda, multiplying the trace coefficients c_s.")
+    trace_lambda: float = param(1.0, "V-trace lambda, multiplying the trace coefficients c_s.")
     rho_bar: float = param(1.0, "V-trace rho-bar: clips importance weights in the value targets.")
     c_bar: float = param(1.0, "V-trace c-bar: clips the trace coefficients.")
     pg_rho_bar: float = param(1.0, "Clips importance weights in the policy-gradient advantage.")
@@ -37,7 +37,7 @@ class IMPALAConfig:
         "auto", "auto, mlp, nature_cnn, impala_resnet, minatar_cnn, or package.module:function."
     )
     hidden_sizes: tuple[int, ...] = param((64, 64), "Hidden layer widths of the MLP torso.")
-    activation: Activation = param("relu", "Hidden activation of the MLP torso (ReLU in the paper).")
+    activation: Activation = param("relu", "Hidden activation of the MLP torso.")
     use_lstm: bool = param(False, "Put an LSTM core between the torso and the heads.")
     lstm_size: int = param(256, "Hidden units of the LSTM core.")
     reward_clip: float | None = param(
@@ -51,7 +51,7 @@ class IMPALAConfig:
                     f"{name} must be > 0, got {getattr(self, name)}; set --agent.{_flag(name)} "
                     "to a positive value."
                 )
-        for name in ("gamma", "lambda_"):
+        for name in ("gamma", "trace_lambda"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(
                     f"{name} must be in [0, 1], got {getattr(self, name)}; set "
@@ -87,8 +87,7 @@ class IMPALAConfig:
 
 
 def _flag(name: str) -> str:
-    # The command line turns "-" into "_", so `lambda_` is spelled --agent.lambda_ there.
-    return name if name.endswith("_") else name.replace("_", "-")
+    return name.replace("_", "-")
 
 
 def validate(config: IMPALAConfig, num_envs: int) -> None:

@@ -6,6 +6,7 @@ Policy gradient with V-trace advantages + weighted baseline loss `0.5 (v_s - V(x
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -71,6 +72,7 @@ class LossResult(NamedTuple):
     loss: torch.Tensor  # scalar, differentiable
     metrics: dict[str, torch.Tensor]  # detached scalars
     targets: ops.VTraceReturns  # [T, B]
+    log_rhos: torch.Tensor  # log π(a_t|x_t) - log μ(a_t|x_t) [T, B], detached
     values: torch.Tensor  # V(x_t) [T, B] under the current weights, detached
     v_t: torch.Tensor  # V(x_{t+1}) [T, B], the final observation's value at a truncation
 
@@ -104,7 +106,7 @@ def impala_loss(net: IMPALANet, batch: Batch, config: IMPALAConfig) -> LossResul
         rho_bar=config.rho_bar,
         c_bar=config.c_bar,
         pg_rho_bar=config.pg_rho_bar,
-        lambda_=config.lambda_,
+        lambda_=config.trace_lambda,
         end_t=batch.terminated | batch.truncated,
     )
     policy_loss = ops.vtrace_policy_gradient_loss(log_pi_a, targets.pg_advantages).mean()
@@ -116,10 +118,10 @@ def impala_loss(net: IMPALANet, batch: Batch, config: IMPALAConfig) -> LossResul
         "value_loss": value_loss.detach(),
         "entropy": entropy.detach(),
         "rho_mean": targets.rhos.mean(),
-        # Where π/μ exceeded ρ̄, so the clipped weight differs from the ratio.
-        "rho_clip_fraction": (targets.rhos < log_rhos.exp()).float().mean(),
+        # Where π/μ exceeded ρ̄; the margin ignores float noise between actor and learner passes.
+        "rho_clip_fraction": (log_rhos > math.log(config.rho_bar) + 1e-4).float().mean(),
     }
-    return LossResult(loss, metrics, targets, v_tm1.detach(), v_t)
+    return LossResult(loss, metrics, targets, log_rhos, v_tm1.detach(), v_t)
 
 
 @torch.no_grad()

@@ -1,0 +1,148 @@
+"""IMPALA on Atari Pong (Nature CNN, CPU): env frames/s inline and on Ray with 1 and 2 actors,
+and Sample Factory's APPO on the same machine in the same run when it is installed.
+
+Frames are emulator frames (4 per agent step). Each configuration trains for `--seconds`; the
+figure is the median of the logged rates over the second half of the run (start-up excluded).
+Sample Factory runs from its own virtual environment (it needs gymnasium < 1 and numpy < 2):
+--sf-python, else peers/sf/bin/python (made by ../shared/peers/setup_sample_factory.sh peers/sf),
+with the settings recorded in ../shared/peers/README.md; its "Fps is (10 sec: ..., 60 sec: ...)"
+log lines are read, and the 60-second figure at the end is reported.
+
+    python benchmarks/pong_throughput.py [--seconds 120] [--sf-python PATH] [--skip-ray]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FPS = re.compile(r"Fps is \(10 sec: ([\d.na]+), 60 sec: ([\d.na]+), 300 sec: ([\d.na]+)\)")
+
+
+def shoal_fps(runs_dir: Path, name: str, seconds: float, extra: list[str]) -> float:
+    command = [
+        sys.executable,
+        "-m",
+        "shoal",
+        "train",
+        "impala",
+        "--env",
+        "ALE/Pong-v5",
+        "--max-time",
+        str(seconds),
+        "--runs-dir",
+        str(runs_dir),
+        "--run-name",
+        name,
+        "--progress",
+        "false",
+        "--eval-episodes",
+        "0",
+        "--log-interval",
+        "5000",
+        *extra,
+    ]
+    subprocess.run(command, check=True, capture_output=True, text=True)
+    rows = [json.loads(line) for line in (runs_dir / name / "metrics.jsonl").open()]
+    late = [row for row in rows if row["time"] >= seconds / 2] or rows[-1:]
+    return 4 * statistics.median(row["steps_per_second"] for row in late)
+
+
+def sample_factory_fps(python: str, seconds: float, train_dir: Path) -> float | None:
+    command = [
+        python,
+        "-m",
+        "sf_examples.atari.train_atari",
+        "--env=atari_pong",
+        "--device=cpu",
+        "--num_workers=2",
+        "--num_envs_per_worker=8",
+        "--worker_num_splits=2",
+        "--async_rl=True",
+        "--with_wandb=False",
+        "--experiment=pong_bench",
+        f"--train_dir={train_dir}",
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    figures: list[float] = []
+    deadline = time.time() + seconds
+    try:
+        for line in process.stdout:
+            match = FPS.search(line)
+            if match and match.group(2) != "nan":
+                figures.append(float(match.group(2)))
+            if time.time() > deadline:
+                break
+    finally:
+        process.kill()
+        process.wait()
+    return figures[-1] if figures else None
+
+
+def find_sf(explicit: str | None) -> str | None:
+    python = explicit or str(ROOT / "peers/sf/bin/python")
+    if Path(python).exists():
+        probe = subprocess.run([python, "-c", "import sample_factory"], capture_output=True)
+        if probe.returncode == 0:
+            return python
+    return None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=120)
+    parser.add_argument("--sf-python", help="a Python with sample-factory installed")
+    parser.add_argument("--skip-ray", action="store_true")
+    args = parser.parse_args()
+    runs_dir = Path(tempfile.mkdtemp(prefix="shoal-pong-"))
+    configs = [("inline", [])]
+    if not args.skip_ray:
+        configs += [
+            (
+                f"ray, {n} actor{'s' * (n > 1)}",
+                ["--runtime", "ray", "--actors", str(n), "--num-envs", str(16 // n)],
+            )
+            for n in (1, 2)
+        ]
+    print(
+        f"IMPALA, ALE/Pong-v5, Nature CNN on CPU, {args.seconds:g} s per configuration, "
+        "frames = 4 x agent steps"
+    )
+    results = {}
+    try:
+        for name, extra in configs:
+            results[name] = shoal_fps(runs_dir, re.sub(r"\W+", "_", name), args.seconds, extra)
+            print(f"shoal {name:<14} {results[name]:8,.0f} frames/s", flush=True)
+        sf = find_sf(args.sf_python)
+        if sf:
+            fps = sample_factory_fps(sf, args.seconds, runs_dir / "sf")
+            print(
+                f"Sample Factory APPO   {fps:8,.0f} frames/s (60-second average)"
+                if fps
+                else "Sample Factory printed no frame rate"
+            )
+            if fps:
+                best = max(results, key=results.get)
+                print(
+                    f"best shoal ({best}) / Sample Factory = {results[best] / fps:.2f}x "
+                    "(target: at least 2x)"
+                )
+        else:
+            print(
+                "Sample Factory not found (bash ../shared/peers/setup_sample_factory.sh peers/sf)"
+            )
+    finally:
+        shutil.rmtree(runs_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
