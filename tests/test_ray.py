@@ -89,3 +89,63 @@ def test_unplaceable_actors_give_a_clear_error(ray_cluster, quiet_run, monkeypat
             total_steps=1024,
             run=_ray_run(quiet_run, actor_resources="no_such_node=1"),
         )
+
+
+def test_impala_solves_cartpole_on_ray_with_two_actors(ray_cluster, quiet_run):
+    run = _ray_run(quiet_run, num_envs=8, stop_at_return=475)
+    result = shoal.train("impala", "CartPole-v1", seed=0, run=run)
+    assert result.stop_reason == "stop_at_return"
+    assert result.evaluation.mean_return >= 475
+    rows = (result.run_dir / "metrics.jsonl").read_text().splitlines()
+    assert max(json.loads(row)["policy_lag"] for row in rows) >= 1  # actors ran ahead
+
+
+def test_ctrl_c_checkpoints_and_leaves_no_process_behind(tmp_path):
+    """A run that starts its own local Ray stops every process it started on SIGINT."""
+    import subprocess
+    import sys
+
+    run_dir = tmp_path / "interrupted"
+    command = [
+        sys.executable,
+        "-m",
+        "shoal",
+        "train",
+        "ppo",
+        "--env",
+        "CartPole-v1",
+        "--runtime",
+        "ray",
+        "--actors",
+        "2",
+        "--num-envs",
+        "4",
+        "--total-steps",
+        "10000000",
+        "--runs-dir",
+        str(tmp_path),
+        "--run-name",
+        "interrupted",
+        "--progress",
+        "false",
+        "--tensorboard",
+        "false",
+        "--eval-episodes",
+        "0",
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    placement = run_dir / "ray_actors.json"
+    deadline = time.time() + 180
+    while not (run_dir / "metrics.jsonl").exists() or not placement.exists():
+        assert time.time() < deadline and process.poll() is None, process.stderr.read()
+        time.sleep(0.2)
+    pids = [role["pid"] for role in json.loads(placement.read_text()).values()]
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert "interrupted at" in err
+    assert list_checkpoints(run_dir / "checkpoints")
+    time.sleep(1)
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)

@@ -125,8 +125,10 @@ def run_ray(program: Program, resume: dict[str, Any] | None = None) -> Counter:
             ray.init(address=run.address, logging_level="ERROR", log_to_driver=False)
         else:
             # A local Ray counts logical CPUs: ask for at least what the roles reserve.
+            # address="local" starts a new instance even if another Ray runs on this machine.
             wanted = run.learner_cpus + run.actors * run.actor_cpus
             ray.init(
+                address="local",
                 num_cpus=max(os.cpu_count() or 1, int(np.ceil(wanted))),
                 include_dashboard=False,
                 logging_level="ERROR",

@@ -1,0 +1,119 @@
+"""Shared runner of the MinAtar benchmarks: an algorithm's mean return against frames, over seeds.
+
+`minatar_ppo.py` and `minatar_impala.py` call `main(algo)`. MinAtar has no frame skip, so frames
+are agent steps. Each seed is one `shoal train ALGO --env minatar:breakout` process with the
+algorithm's preset; `--parallel` runs that many at once (each uses about one core). The MinAtar
+paper (Young & Tian 2019) reports about 17.5 for its actor-critic and about 10 for its DQN on
+Breakout at 5M frames.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TARGET = 20.0
+
+
+def launch(env: str, seed: int, total_steps: int, runs_dir: Path) -> subprocess.Popen:
+    command = [
+        sys.executable,
+        "-m",
+        "shoal",
+        "train",
+        "ppo",
+        "--env",
+        env,
+        "--seed",
+        str(seed),
+        "--total-steps",
+        str(total_steps),
+        "--runs-dir",
+        str(runs_dir),
+        "--run-name",
+        f"seed{seed}",
+        "--progress",
+        "false",
+        "--eval-episodes",
+        "20",
+    ]
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def curve(run_dir: Path) -> list[tuple[int, float]]:
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return [(row["frames"], row["return_mean"]) for row in rows if row["return_mean"] is not None]
+
+
+def value_at(points: list[tuple[int, float]], frames: int) -> float | None:
+    """The logged mean return (last 20 episodes) at the last row at or before `frames`."""
+    before = [ret for f, ret in points if f <= frames]
+    return before[-1] if before else None
+
+
+def main(algo: str, description: str) -> None:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--env", default="minatar:breakout")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--parallel", type=int, default=2)
+    parser.add_argument("--total-steps", type=int, default=5_000_000)
+    parser.add_argument("--runs-dir", type=Path, default=None)
+    args = parser.parse_args()
+    runs_dir = args.runs_dir or Path(tempfile.mkdtemp(prefix="shoal-minatar-"))
+    print(
+        f"PPO on {args.env}, {args.total_steps:,} frames, seeds 0 to {args.seeds - 1}, "
+        f"{args.parallel} at a time; runs in {runs_dir}",
+        flush=True,
+    )
+    started = time.time()
+    pending, running = list(range(args.seeds)), {}
+    while pending or running:
+        while pending and len(running) < args.parallel:
+            seed = pending.pop(0)
+            running[seed] = launch(algo, args.env, seed, args.total_steps, runs_dir)
+        time.sleep(2)
+        for seed, process in list(running.items()):
+            if process.poll() is not None:
+                del running[seed]
+                if process.returncode != 0:
+                    sys.exit(f"seed {seed} failed:\n{process.stderr.read()[-2000:]}")
+                summary = json.loads((runs_dir / f"seed{seed}" / "summary.json").read_text())
+                print(
+                    f"seed {seed} done after {time.time() - started:.0f} s: last-20 mean "
+                    f"{summary['train_return_mean']:.1f}, deterministic evaluation "
+                    f"{summary['evaluation']['mean_return']:.1f}",
+                    flush=True,
+                )
+
+    curves = [curve(runs_dir / f"seed{seed}") for seed in range(args.seeds)]
+    marks = [
+        m
+        for m in (500_000, 1_000_000, 2_000_000, 3_000_000, 4_000_000, 5_000_000)
+        if m <= args.total_steps
+    ] or [args.total_steps]
+    print(
+        f"\n{'frames':>10}"
+        + "".join(f"{'seed ' + str(s):>10}" for s in range(args.seeds))
+        + f"{'mean':>10}"
+    )
+    final_means = []
+    for mark in marks:
+        values = [value_at(c, mark) for c in curves]
+        known = [v for v in values if v is not None]
+        mean = sum(known) / len(known) if known else float("nan")
+        final_means.append(mean)
+        print(
+            f"{mark:>10,}"
+            + "".join(f"{v:>10.1f}" if v is not None else f"{'-':>10}" for v in values)
+            + f"{mean:>10.1f}"
+        )
+    verdict = "meets" if final_means[-1] >= TARGET else "misses"
+    print(
+        f"\nmean return at {marks[-1]:,} frames: {final_means[-1]:.1f} ({verdict} the target "
+        f"of {TARGET:g}); wall time {time.time() - started:.0f} s"
+    )
