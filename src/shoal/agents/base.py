@@ -99,6 +99,29 @@ class Learner(Protocol):
     def load_state_dict(self, state: Mapping[str, Any]) -> None: ...
 
 
+class NetworkLearner:
+    """Weights and checkpoints for learners that hold `net`, `optimizer` and `version`."""
+
+    net: nn.Module
+    optimizer: Any  # shoal.optim.Adam or anything with state_dict/load_state_dict
+    version: int
+
+    def weights(self) -> Weights:
+        return {k: v.detach().clone() for k, v in self.net.state_dict().items()}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "network": self.net.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "version": self.version,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.net.load_state_dict(state["network"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.version = int(state["version"])
+
+
 @dataclass(frozen=True)
 class Agent:
     """Everything the runtime needs to run one algorithm."""

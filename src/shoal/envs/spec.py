@@ -72,6 +72,13 @@ class EnvSpec:
             return {k: np.zeros((*leading, *b.shape), b.dtype) for k, b in boxes.items()}
         return np.zeros((*leading, *boxes.shape), boxes.dtype)
 
+    def sample_obs(self, n: int) -> np.ndarray | dict[str, np.ndarray]:
+        """`n` observations drawn from the space, batched `[n, ...]` (per key for Dict)."""
+        samples = [self.observation_space.sample() for _ in range(n)]
+        if self.dict_obs:
+            return {k: np.stack([s[k] for s in samples]) for k in self.observation_space.spaces}
+        return np.stack(samples)
+
     @property
     def discrete(self) -> bool:
         return isinstance(self.action_space, gym.spaces.Discrete)

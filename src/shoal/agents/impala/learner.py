@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from shoal.agents.base import Unroll, Weights, concat_unrolls
+from shoal.agents.base import NetworkLearner, Unroll, concat_unrolls
 from shoal.agents.impala.config import IMPALAConfig
 from shoal.agents.impala.loss import Batch, impala_loss
 from shoal.agents.impala.networks import IMPALANet
@@ -14,7 +13,7 @@ from shoal.envs.spec import EnvSpec
 from shoal.optim import Adam
 
 
-class IMPALALearner:
+class IMPALALearner(NetworkLearner):
     """Owns the optimiser; `update` takes one unroll or a list of them (stacked along B)."""
 
     def __init__(self, spec: EnvSpec, config: IMPALAConfig, net: IMPALANet) -> None:
@@ -57,18 +56,3 @@ class IMPALALearner:
                 "collect them with the same unroll_length."
             )
         return concat_unrolls(unrolls)
-
-    def weights(self) -> Weights:
-        return {k: v.detach().clone() for k, v in self.net.state_dict().items()}
-
-    def state_dict(self) -> dict[str, Any]:
-        return {
-            "network": self.net.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "version": self.version,
-        }
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.net.load_state_dict(state["network"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.version = int(state["version"])

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import gymnasium as gym
-import numpy as np
 import torch
 from torch import nn
 
@@ -125,12 +123,7 @@ def make_networks(spec: EnvSpec, config: IMPALAConfig) -> IMPALANet:
 @torch.no_grad()
 def check_fits(net: IMPALANet, spec: EnvSpec) -> None:
     """Reject, before training, a network whose outputs do not fit the action space."""
-    space = spec.observation_space
-    sample = [space.sample() for _ in range(2)]
-    if isinstance(space, gym.spaces.Dict):
-        batch = {k: torch.as_tensor(np.stack([s[k] for s in sample]))[None] for k in space.spaces}
-    else:
-        batch = torch.as_tensor(np.stack(sample))[None]
+    batch = map_tree(lambda x: torch.as_tensor(x)[None], spec.sample_obs(2))
     first = torch.ones(1, 2, dtype=torch.bool)
     try:
         logits, values, _ = net.unroll(batch, first, net.initial_state(2))

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 import torch
 
-from shoal.agents.base import Unroll, Weights
+from shoal.agents.base import NetworkLearner, Unroll
 from shoal.agents.ppo.config import PPOConfig
 from shoal.agents.ppo.loss import Minibatch, ppo_loss, rollout_targets
 from shoal.agents.ppo.networks import ActorCritic
@@ -18,7 +16,7 @@ from shoal.optim import Adam
 from shoal.tree import map_tree
 
 
-class PPOLearner:
+class PPOLearner(NetworkLearner):
     def __init__(self, spec: EnvSpec, config: PPOConfig, net: ActorCritic) -> None:
         self.config = config
         self.net = net
@@ -109,21 +107,6 @@ class PPOLearner:
         norm.update(torch.from_numpy(returns))
         scale = float((norm.var + norm.eps).sqrt())
         return np.clip(batch.rewards / scale, -norm.clip, norm.clip).astype(np.float32)
-
-    def weights(self) -> Weights:
-        return {k: v.detach().clone() for k, v in self.net.state_dict().items()}
-
-    def state_dict(self) -> dict[str, Any]:
-        return {
-            "network": self.net.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "version": self.version,
-        }
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.net.load_state_dict(state["network"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.version = int(state["version"])
 
 
 def _rows(tensor: torch.Tensor, index: torch.Tensor) -> torch.Tensor:

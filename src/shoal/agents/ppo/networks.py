@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
@@ -11,6 +10,7 @@ from shoal.agents.ppo.config import PPOConfig
 from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError
 from shoal.nets import CategoricalHead, GaussianHead, RunningNorm, ValueHead, make_torso
+from shoal.tree import map_tree
 
 
 def _torso(spec: EnvSpec, config: PPOConfig) -> nn.Module:
@@ -82,13 +82,7 @@ def make_networks(spec: EnvSpec, config: PPOConfig) -> ActorCritic:
 @torch.no_grad()
 def check_fits(net: ActorCritic, spec: EnvSpec) -> None:
     """Reject, before training, a network whose outputs do not fit the action space."""
-    space = spec.observation_space
-    sample = [space.sample() for _ in range(2)]
-    if isinstance(space, gym.spaces.Dict):
-        batch = {k: torch.as_tensor(np.stack([s[k] for s in sample])) for k in space.spaces}
-    else:
-        batch = torch.as_tensor(np.stack(sample))
-    params, values = net(batch)
+    params, values = net(map_tree(torch.as_tensor, spec.sample_obs(2)))
     expected = (2, spec.num_actions) if spec.discrete else (2, *spec.action_shape)
     if tuple(params.shape) != expected or tuple(values.shape) != (2,):
         raise ConfigError(
