@@ -20,28 +20,11 @@ from pathlib import Path
 TARGET = 20.0
 
 
-def launch(env: str, seed: int, total_steps: int, runs_dir: Path) -> subprocess.Popen:
-    command = [
-        sys.executable,
-        "-m",
-        "shoal",
-        "train",
-        "ppo",
-        "--env",
-        env,
-        "--seed",
-        str(seed),
-        "--total-steps",
-        str(total_steps),
-        "--runs-dir",
-        str(runs_dir),
-        "--run-name",
-        f"seed{seed}",
-        "--progress",
-        "false",
-        "--eval-episodes",
-        "20",
-    ]
+def launch(algo: str, env: str, seed: int, total_steps: int, runs_dir: Path) -> subprocess.Popen:
+    # A seed's process: the algorithm's preset for `env`, with a 20-episode evaluation at the end.
+    command = [sys.executable, "-m", "shoal", "train", algo, "--env", env, "--seed", str(seed)]
+    command += ["--total-steps", str(total_steps), "--runs-dir", str(runs_dir)]
+    command += ["--run-name", f"seed{seed}", "--progress", "false", "--eval-episodes", "20"]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
