@@ -15,7 +15,8 @@ import shoal
 from shoal.checkpoint import list_checkpoints, load_checkpoint
 from shoal.errors import ShoalError
 
-pytestmark = pytest.mark.distributed
+# Ray workers run at low priority; on a busy machine a learning run can take minutes.
+pytestmark = [pytest.mark.distributed, pytest.mark.timeout(900)]
 
 
 def _ray_run(quiet_run, **extra):
