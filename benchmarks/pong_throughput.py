@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -72,7 +74,10 @@ def sample_factory_fps(python: str, seconds: float, train_dir: Path) -> float | 
         "--experiment=pong_bench",
         f"--train_dir={train_dir}",
     ]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # Its own session, so the learner and rollout workers it spawns are stopped with it.
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
     figures: list[float] = []
     deadline = time.time() + seconds
     try:
@@ -83,7 +88,7 @@ def sample_factory_fps(python: str, seconds: float, train_dir: Path) -> float | 
             if time.time() > deadline:
                 break
     finally:
-        process.kill()
+        os.killpg(process.pid, signal.SIGKILL)
         process.wait()
     return figures[-1] if figures else None
 
