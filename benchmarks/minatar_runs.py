@@ -49,7 +49,7 @@ def main(algo: str, description: str) -> None:
     args = parser.parse_args()
     runs_dir = args.runs_dir or Path(tempfile.mkdtemp(prefix="shoal-minatar-"))
     print(
-        f"PPO on {args.env}, {args.total_steps:,} frames, seeds 0 to {args.seeds - 1}, "
+        f"{algo.upper()} on {args.env}, {args.total_steps:,} frames, seeds 0 to {args.seeds - 1}, "
         f"{args.parallel} at a time; runs in {runs_dir}",
         flush=True,
     )
