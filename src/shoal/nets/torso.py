@@ -21,7 +21,14 @@ from shoal.nets.cnn import MinAtarCNN, NatureCNN, observation_scale, to_float
 from shoal.nets.mlp import MLP, Activation
 from shoal.nets.resnet import ImpalaResNet
 
-__all__ = ["DictTorso", "TorsoKind", "check_torso", "make_torso"]
+__all__ = [
+    "DictTorso",
+    "TorsoKind",
+    "check_torso",
+    "check_torso_setting",
+    "make_torso",
+    "torso_from_setting",
+]
 
 TorsoKind = Literal["auto", "mlp", "nature_cnn", "impala_resnet", "minatar_cnn"]
 _KINDS: tuple[str, ...] = get_args(TorsoKind)
@@ -126,6 +133,27 @@ def make_torso(
     if kind == "mlp":
         return _FlatMLP(observation_space, hidden_sizes, activation)
     return _IMAGE_TORSOS[kind](observation_space)
+
+
+def check_torso_setting(setting: str) -> None:
+    """Raise ValueError unless `setting` is a `TorsoKind` or a 'package.module:function' path."""
+    if ":" not in setting and setting not in _KINDS:
+        raise ValueError(
+            f"torso={setting!r} is not one of {', '.join(_KINDS)} "
+            "nor a 'package.module:function' path."
+        )
+
+
+def torso_from_setting(
+    observation_space: gym.spaces.Space,
+    setting: str,
+    hidden_sizes: Sequence[int],
+    activation: Activation,
+) -> nn.Module:
+    """`make_torso` for an agent config's `torso` string: a `TorsoKind` or a factory path."""
+    if ":" in setting:
+        return make_torso(observation_space, "auto", hidden_sizes, activation, custom=setting)
+    return make_torso(observation_space, setting, hidden_sizes, activation)  # type: ignore[arg-type]
 
 
 def check_torso(torso: nn.Module, observation_space: gym.spaces.Space) -> int:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import get_args
 
 from shoal.config import param
 from shoal.nets.mlp import Activation
-from shoal.nets.torso import TorsoKind
+from shoal.nets.torso import check_torso_setting
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,11 +78,7 @@ class IMPALAConfig:
                 f"hidden_sizes must be positive widths, got {self.hidden_sizes}; "
                 "set e.g. --agent.hidden-sizes 64,64."
             )
-        if ":" not in self.torso and self.torso not in get_args(TorsoKind):
-            raise ValueError(
-                f"torso={self.torso!r} is not one of {', '.join(get_args(TorsoKind))} "
-                "nor a 'package.module:function' path."
-            )
+        check_torso_setting(self.torso)
 
 
 def _flag(name: str) -> str:

@@ -11,7 +11,8 @@ from torch import nn
 from shoal.agents.impala.config import IMPALAConfig
 from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError
-from shoal.nets import CategoricalHead, LSTMCore, LSTMState, ValueHead, make_torso
+from shoal.nets import CategoricalHead, LSTMCore, LSTMState, ValueHead
+from shoal.nets.torso import torso_from_setting
 from shoal.tree import leaves, map_tree
 
 
@@ -37,10 +38,8 @@ class IMPALANet(nn.Module):
                 f"IMPALA supports discrete actions; {spec.env_id} has {spec.action_space}. "
                 "Use PPO (`shoal train ppo`) for continuous control."
             )
-        custom = config.torso if ":" in config.torso else None
-        kind = "auto" if custom else config.torso
-        self.torso = make_torso(
-            spec.observation_space, kind, config.hidden_sizes, config.activation, custom
+        self.torso = torso_from_setting(
+            spec.observation_space, config.torso, config.hidden_sizes, config.activation
         )
         width = int(self.torso.out_features)
         self.core = LSTMCore(width, config.lstm_size) if config.use_lstm else None

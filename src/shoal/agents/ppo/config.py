@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import get_args
 
 from shoal.config import param
 from shoal.nets.mlp import Activation
-from shoal.nets.torso import TorsoKind
+from shoal.nets.torso import check_torso_setting
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,11 +53,7 @@ class PPOConfig:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}.")
         if not self.hidden_sizes or min(self.hidden_sizes) <= 0:
             raise ValueError(f"hidden_sizes must be positive widths, got {self.hidden_sizes}.")
-        if ":" not in self.torso and self.torso not in get_args(TorsoKind):
-            raise ValueError(
-                f"torso={self.torso!r} is not one of {', '.join(get_args(TorsoKind))} "
-                "nor a 'package.module:function' path."
-            )
+        check_torso_setting(self.torso)
         if self.target_kl is not None and self.target_kl <= 0:
             raise ValueError(f"target_kl must be > 0 or None, got {self.target_kl}.")
 

@@ -9,14 +9,15 @@ from torch import nn
 from shoal.agents.ppo.config import PPOConfig
 from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError
-from shoal.nets import CategoricalHead, GaussianHead, RunningNorm, ValueHead, make_torso
+from shoal.nets import CategoricalHead, GaussianHead, RunningNorm, ValueHead
+from shoal.nets.torso import torso_from_setting
 from shoal.tree import map_tree
 
 
 def _torso(spec: EnvSpec, config: PPOConfig) -> nn.Module:
-    custom = config.torso if ":" in config.torso else None
-    kind = "auto" if custom else config.torso
-    return make_torso(spec.observation_space, kind, config.hidden_sizes, config.activation, custom)
+    return torso_from_setting(
+        spec.observation_space, config.torso, config.hidden_sizes, config.activation
+    )
 
 
 class ActorCritic(nn.Module):
