@@ -39,26 +39,43 @@ def value_at(points: list[tuple[int, float]], frames: int) -> float | None:
     return before[-1] if before else None
 
 
-def main(algo: str, description: str) -> None:
+def parse_args(description: str, total_steps: int = 5_000_000) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--env", default="minatar:breakout")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--parallel", type=int, default=2)
-    parser.add_argument("--total-steps", type=int, default=5_000_000)
+    parser.add_argument("--total-steps", type=int, default=total_steps)
     parser.add_argument("--runs-dir", type=Path, default=None)
-    args = parser.parse_args()
-    runs_dir = args.runs_dir or Path(tempfile.mkdtemp(prefix="shoal-minatar-"))
+    return parser.parse_args()
+
+
+def main(algo: str, description: str) -> None:
+    args = parse_args(description)
+    run_seeds(algo, args.env, args.seeds, args.parallel, args.total_steps, args.runs_dir, TARGET)
+
+
+def run_seeds(
+    algo: str,
+    env: str,
+    seeds: int,
+    parallel: int,
+    total_steps: int,
+    runs_dir: Path | None,
+    target: float,
+) -> float:
+    """Train `seeds` seeds of `algo` on `env`, print the curves; returns the end-of-run mean."""
+    runs_dir = runs_dir or Path(tempfile.mkdtemp(prefix="shoal-minatar-"))
     print(
-        f"{algo.upper()} on {args.env}, {args.total_steps:,} frames, seeds 0 to {args.seeds - 1}, "
-        f"{args.parallel} at a time; runs in {runs_dir}",
+        f"{algo.upper()} on {env}, {total_steps:,} frames, seeds 0 to {seeds - 1}, "
+        f"{parallel} at a time; runs in {runs_dir}",
         flush=True,
     )
     started = time.time()
-    pending, running = list(range(args.seeds)), {}
+    pending, running = list(range(seeds)), {}
     while pending or running:
-        while pending and len(running) < args.parallel:
+        while pending and len(running) < parallel:
             seed = pending.pop(0)
-            running[seed] = launch(algo, args.env, seed, args.total_steps, runs_dir)
+            running[seed] = launch(algo, env, seed, total_steps, runs_dir)
         time.sleep(2)
         for seed, process in list(running.items()):
             if process.poll() is not None:
@@ -73,15 +90,15 @@ def main(algo: str, description: str) -> None:
                     flush=True,
                 )
 
-    curves = [curve(runs_dir / f"seed{seed}") for seed in range(args.seeds)]
+    curves = [curve(runs_dir / f"seed{seed}") for seed in range(seeds)]
     marks = [
         m
         for m in (500_000, 1_000_000, 2_000_000, 3_000_000, 4_000_000, 5_000_000)
-        if m <= args.total_steps
-    ] or [args.total_steps]
+        if m <= total_steps
+    ] or [total_steps]
     print(
         f"\n{'frames':>10}"
-        + "".join(f"{'seed ' + str(s):>10}" for s in range(args.seeds))
+        + "".join(f"{'seed ' + str(s):>10}" for s in range(seeds))
         + f"{'mean':>10}"
     )
     for mark in marks:
@@ -94,7 +111,7 @@ def main(algo: str, description: str) -> None:
             + f"{mean:>10.1f}"
         )
     summaries = [
-        json.loads((runs_dir / f"seed{s}" / "summary.json").read_text()) for s in range(args.seeds)
+        json.loads((runs_dir / f"seed{s}" / "summary.json").read_text()) for s in range(seeds)
     ]
     ends = [s["train_return_mean"] for s in summaries]
     evals = [s["evaluation"]["mean_return"] for s in summaries]
@@ -107,6 +124,7 @@ def main(algo: str, description: str) -> None:
         print(f"{label:>10}{row}{sum(values) / len(values):>10.1f}   ({note})")
     for name, values in (("training mean at the end", ends), ("evaluation mean", evals)):
         value = sum(values) / len(values)
-        verdict = "meets" if value >= TARGET else "misses"
-        print(f"{name}: {value:.1f} ({verdict} the target of {TARGET:g})")
+        verdict = "meets" if value >= target else "misses"
+        print(f"{name}: {value:.1f} ({verdict} the target of {target:g})")
     print(f"wall time {time.time() - started:.0f} s")
+    return sum(ends) / len(ends)

@@ -152,3 +152,23 @@ def test_ctrl_c_checkpoints_and_leaves_no_process_behind(tmp_path):
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_apex_solves_cartpole_with_replay_shards_on_their_node(ray_cluster, quiet_run):
+    _, worker = ray_cluster
+    run = _ray_run(
+        quiet_run,
+        stop_at_return=450,
+        total_steps=200_000,
+        replay_shards=2,
+        replay_resources="actor_node=1",
+    )
+    result = shoal.train("apex", "CartPole-v1", seed=0, run=run)
+    # The mean covers both actors: actor 0 explores with epsilon 0.1, actor 1 with 0.1^8.
+    assert result.stop_reason == "stop_at_return"
+    assert result.evaluation.mean_return >= 400
+    placement = json.loads((result.run_dir / "ray_actors.json").read_text())
+    assert {placement[f"replay{i}"]["node_id"] for i in range(2)} == {worker.node_id}
+    last = [json.loads(line) for line in (result.run_dir / "metrics.jsonl").open()][-1]
+    # Actors inserted into the shards; the learner sampled them at about the set ratio.
+    assert last["replay_size"] > 1000 and 8 < last["replay_ratio"] <= 17

@@ -22,6 +22,14 @@ AGENTS: dict[str, tuple[str, str]] = {
         "shoal.agents.impala",
         "IMPALA with V-trace off-policy correction (discrete actions, feed-forward or LSTM)",
     ),
+    "dqn": (
+        "shoal.agents.dqn",
+        "DQN with double Q, dueling heads, n-step returns and prioritised replay (discrete)",
+    ),
+    "apex": (
+        "shoal.agents.apex",
+        "Ape-X: DQN with per-actor exploration rates and sharded replay for many actors",
+    ),
 }
 
 

@@ -71,6 +71,43 @@ def concat_unrolls(unrolls: list[Unroll]) -> Unroll:
     )
 
 
+@dataclass
+class Transitions:
+    """n-step transitions an actor assembled from its unrolls, for a replay-based learner.
+
+    `data` holds the fields `shoal.replay.TransitionReplay.add` takes (`[M, ...]` each, with an
+    optional initial `priority`); `env_steps` counts the agent steps of the unroll they came
+    from (transitions of an episode's last steps come out only when it ends, so M varies).
+    """
+
+    data: dict[str, np.ndarray] | None  # None once the actor put them in a remote replay
+    env_steps: int
+    behaviour_version: int = 0
+    count: int = -1  # transitions; taken from `data` when not given
+
+    def __post_init__(self) -> None:
+        if self.count < 0:
+            self.count = 0 if self.data is None else len(self.data["reward"])
+
+    def receipt(self) -> Transitions:
+        """What is left to send once `data` went to a replay shard: the counts."""
+        return Transitions(None, self.env_steps, self.behaviour_version, self.count)
+
+
+def env_steps(item: Unroll | Transitions) -> int:
+    """Agent steps of experience in what an actor sent."""
+    if isinstance(item, Transitions):
+        return item.env_steps
+    return item.length * item.batch_size
+
+
+def combine(items: list[Any]) -> Any:
+    """One learner batch from what actors sent: unrolls side by side, transitions as a list."""
+    if all(isinstance(item, Unroll) for item in items):
+        return concat_unrolls(items)
+    return list(items)
+
+
 class Policy(Protocol):
     """The actor side: acts on a batch of observations with the latest weights it was given."""
 
@@ -79,6 +116,13 @@ class Policy(Protocol):
     def act(self, obs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """`[E, ...] -> (env actions [E, ...], extras {name: [E, ...]})`."""
         ...
+
+    # Optional, looked up with getattr by the runtime:
+    # - `episode_ended(mask [E])` after each step (recurrent policies reset their state);
+    # - `prepare(unroll) -> Transitions` turns each unroll into what the learner takes (replay
+    #   agents assemble n-step transitions and initial priorities on the actor);
+    # - `set_actor_index(index, count)` says which of `count` actors this policy acts for
+    #   (Ape-X gives each actor its own exploration rate).
 
     def load_weights(self, weights: Weights, version: int) -> None: ...
 
@@ -141,6 +185,11 @@ class Agent:
     on_policy: bool = True
     # How many unrolls make one learner batch when unrolls arrive one by one (off-policy).
     batch_unrolls: Callable[[Any], int] = field(default=lambda config: 1)
+    # Replay agents: `(spec, config, shards) -> replay` holding 1/shards of the capacity.
+    # Distributed launchers build replay shards with it, let actors insert there, and set
+    # the learner's `replay` attribute to an object that samples from the shards
+    # (`shoal.runtime.replay_service.ShardedReplay`).
+    make_replay: Callable[[EnvSpec, Any, int], Any] | None = None
 
 
 class EvalPolicy(Protocol):

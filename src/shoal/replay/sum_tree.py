@@ -64,7 +64,8 @@ class _SegmentTree:
         nodes = idx + self._leaf0
         self._nodes[nodes] = vals[::-1][keep]
         for _ in range(self._depth):
-            nodes = np.unique(nodes >> 1)
+            nodes = nodes >> 1  # still sorted: drop the repeats next to each other
+            nodes = nodes[np.concatenate(([True], nodes[1:] != nodes[:-1]))]
             self._nodes[nodes] = self._combine(self._nodes[2 * nodes], self._nodes[2 * nodes + 1])
 
     def get(self, indices: np.ndarray) -> np.ndarray:

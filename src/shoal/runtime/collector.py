@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from shoal.agents.base import Policy, Unroll
+from shoal.agents.base import Policy, Transitions, Unroll
 from shoal.envs.vector import VectorEnv
 from shoal.tree import assign, map_tree
 
@@ -19,6 +19,8 @@ class UnrollCollector:
         self.obs = env.reset()
         # Recurrent policies keep per-env state and must hear when an episode ends.
         self._episode_ended = getattr(policy, "episode_ended", None)
+        # Replay agents turn unrolls into n-step transitions on the actor.
+        self._prepare = getattr(policy, "prepare", None)
         self.finished_returns: list[float] = []
         self.finished_lengths: list[int] = []
 
@@ -66,6 +68,11 @@ class UnrollCollector:
             final_index=np.array(final_index, np.int64).reshape(-1, 2),
             behaviour_version=getattr(self.policy, "version", 0),
         )
+
+    def collect_for_learner(self) -> Unroll | Transitions:
+        """An unroll, or what the policy's `prepare` makes of it for a replay learner."""
+        unroll = self.collect()
+        return unroll if self._prepare is None else self._prepare(unroll)
 
     def drain_episodes(self) -> tuple[list[float], list[int]]:
         returns, lengths = self.finished_returns, self.finished_lengths

@@ -29,6 +29,14 @@ class RunConfig:
     learner_cpus: float = param(1.0, "ray: CPUs reserved by the learner.")
     learner_gpus: float = param(0.0, "ray: GPUs reserved by the learner.")
     learner_resources: str | None = param(None, "ray: custom resources the learner needs.")
+    replay_shards: int = param(
+        1, "ray, replay agents: replay shards, each a Ray actor holding capacity / shards."
+    )
+    replay_cpus: float = param(0.5, "ray: CPUs reserved by each replay shard.")
+    replay_memory_mb: int | None = param(None, "ray: memory reserved by each replay shard, in MB.")
+    replay_resources: str | None = param(
+        None, "ray: custom resources each replay shard needs, e.g. 'big_memory=1'."
+    )
     max_inflight: int = param(1, "ray: unroll requests queued per actor (backpressure).")
     overlap: bool | None = param(
         None, "inline: act in a thread while learning (default: yes for off-policy agents)."
@@ -56,6 +64,7 @@ class RunConfig:
             "log_interval",
             "checkpoint_interval",
             "actors",
+            "replay_shards",
             "max_inflight",
             "queue_capacity",
             "keep_checkpoints",

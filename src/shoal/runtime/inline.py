@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from shoal.agents.base import Unroll, concat_unrolls
+from shoal.agents.base import Transitions, Unroll, combine, env_steps
 from shoal.envs.registry import make_vector_env
 from shoal.runtime.collector import UnrollCollector
 from shoal.runtime.counter import Counter
@@ -24,6 +24,9 @@ from shoal.runtime.driver import TIMING_KEYS, Driver
 from shoal.runtime.program import Program
 
 __all__ = ["TIMING_KEYS", "run_inline"]
+
+# What the actor thread queues: an unroll (or its transitions) and the episodes that ended.
+Item = tuple[Unroll | Transitions, list[float], list[int]]
 
 
 def run_inline(program: Program, resume: dict[str, Any] | None = None) -> Counter:
@@ -58,8 +61,8 @@ def run_inline(program: Program, resume: dict[str, Any] | None = None) -> Counte
 
 def _in_turn(driver: Driver, collector: UnrollCollector, learner: Any, policy: Any) -> None:
     while not driver.should_stop():
-        unroll = collector.collect()
-        driver.add_experience(unroll.length * unroll.batch_size, *collector.drain_episodes())
+        unroll = collector.collect_for_learner()
+        driver.add_experience(env_steps(unroll), *collector.drain_episodes())
         metrics = learner.update(unroll, driver.counter.progress())
         policy.version = learner.version  # one shared network: only the version moves
         driver.after_update(metrics, 0, learner.state_dict)
@@ -71,7 +74,7 @@ class _ActorThread(threading.Thread):
     def __init__(self, collector: UnrollCollector, capacity: int) -> None:
         super().__init__(name="shoal-actor", daemon=True)
         self.collector = collector
-        self.unrolls: queue.Queue[tuple[Unroll, list[float], list[int]]] = queue.Queue(capacity)
+        self.unrolls: queue.Queue[Item] = queue.Queue(capacity)
         self.stopping = threading.Event()
         self.error: BaseException | None = None
         self._published: tuple[int, Any] | None = None
@@ -89,7 +92,7 @@ class _ActorThread(threading.Thread):
                     published = self._published
                 if published is not None and published[0] > policy.version:
                     policy.load_weights(published[1], published[0])
-                item = (self.collector.collect(), *self.collector.drain_episodes())
+                item = (self.collector.collect_for_learner(), *self.collector.drain_episodes())
                 while not self.stopping.is_set():
                     try:
                         self.unrolls.put(item, timeout=0.1)
@@ -99,7 +102,7 @@ class _ActorThread(threading.Thread):
         except BaseException as err:  # surfaced in the learner's thread
             self.error = err
 
-    def take(self) -> tuple[Unroll, list[float], list[int]]:
+    def take(self) -> Item:
         while True:
             try:
                 return self.unrolls.get(timeout=0.1)
@@ -118,10 +121,10 @@ def _overlapped(driver: Driver, collector: UnrollCollector, learner: Any, batch:
             unrolls = []
             for _ in range(batch):
                 unroll, returns, lengths = actor.take()
-                driver.add_experience(unroll.length * unroll.batch_size, returns, lengths)
+                driver.add_experience(env_steps(unroll), returns, lengths)
                 unrolls.append(unroll)
             lag = learner.version - min(u.behaviour_version for u in unrolls)
-            metrics = learner.update(concat_unrolls(unrolls), driver.counter.progress())
+            metrics = learner.update(combine(unrolls), driver.counter.progress())
             actor.publish(learner.version, learner.weights())
             driver.after_update(metrics, lag, learner.state_dict)
     finally:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from shoal.agents.base import concat_unrolls
+from shoal.agents.base import Transitions, combine, env_steps
 from shoal.config import write_atomically
 from shoal.envs.registry import make_vector_env
 from shoal.errors import ConfigError, ShoalError
@@ -27,6 +27,7 @@ from shoal.runtime.collector import UnrollCollector
 from shoal.runtime.counter import Counter
 from shoal.runtime.driver import Driver
 from shoal.runtime.program import Program
+from shoal.runtime.replay_service import ReplayShard, ShardedReplay
 
 PLACEMENT_TIMEOUT_S = 120.0
 
@@ -34,12 +35,16 @@ PLACEMENT_TIMEOUT_S = 120.0
 class ActorProcess:
     """Steps `num_envs` environments with the newest weights it has been sent."""
 
-    def __init__(self, program: Program, index: int, seed: int) -> None:
+    def __init__(self, program: Program, index: int, seed: int, replay_shard: Any = None) -> None:
         torch.set_num_threads(1)
+        self.replay_shard = replay_shard  # replay agents: where this actor inserts
         torch.manual_seed(seed)
         agent, config = program.agent, program.agent_config
         net = agent.make_networks(program.spec, config)
         self.policy = agent.make_policy(program.spec, config, net, seed)
+        set_index = getattr(self.policy, "set_actor_index", None)
+        if set_index is not None:
+            set_index(index, program.run.actors)
         env = make_vector_env(
             program.env_source, program.spec, program.env_config, program.run.num_envs, seed
         )
@@ -59,21 +64,31 @@ class ActorProcess:
         if version > self.policy.version:
             weights = {k: torch.from_numpy(v.copy()) for k, v in ray.get(weights_ref).items()}
             self.policy.load_weights(weights, version)
-        unroll = self.collector.collect()
+        unroll = self.collector.collect_for_learner()
+        if self.replay_shard is not None and isinstance(unroll, Transitions):
+            # Ape-X: transitions go straight to replay; the learner hears only the counts.
+            # Waiting for the insert bounds what this actor has in flight.
+            if unroll.count:
+                ray.get(self.replay_shard.add.remote(unroll.data))
+            unroll = unroll.receipt()
         returns, lengths = self.collector.drain_episodes()
-        stats = (returns, lengths, unroll.length * unroll.batch_size, unroll.behaviour_version)
+        stats = (returns, lengths, env_steps(unroll), unroll.behaviour_version)
         return unroll, stats
 
 
 class LearnerProcess:
     """Owns the learner; updates on unrolls fetched from the object store."""
 
-    def __init__(self, program: Program, state: dict | None, threads: int) -> None:
+    def __init__(
+        self, program: Program, state: dict | None, threads: int, replay_shards: list | None
+    ) -> None:
         torch.set_num_threads(threads)
         torch.manual_seed(program.seed)
         agent = program.agent
         net = agent.make_networks(program.spec, program.agent_config)
         self.learner = agent.make_learner(program.spec, program.agent_config, net)
+        if replay_shards:
+            self.learner.replay = ShardedReplay(replay_shards)
         if state is not None:
             self.learner.load_state_dict(state)
 
@@ -82,7 +97,7 @@ class LearnerProcess:
 
         unrolls = ray.get(unroll_refs)
         lag = self.learner.version - min(u.behaviour_version for u in unrolls)
-        metrics = self.learner.update(concat_unrolls(unrolls), progress)
+        metrics = self.learner.update(combine(unrolls), progress)
         return metrics, self.learner.version, float(lag)
 
     def weights(self) -> dict[str, np.ndarray]:
@@ -127,6 +142,8 @@ def run_ray(program: Program, resume: dict[str, Any] | None = None) -> Counter:
             # A local Ray counts logical CPUs: ask for at least what the roles reserve.
             # address="local" starts a new instance even if another Ray runs on this machine.
             wanted = run.learner_cpus + run.actors * run.actor_cpus
+            if program.agent.make_replay is not None:
+                wanted += run.replay_shards * run.replay_cpus
             ray.init(
                 address="local",
                 num_cpus=max(os.cpu_count() or 1, int(np.ceil(wanted))),
@@ -137,6 +154,8 @@ def run_ray(program: Program, resume: dict[str, Any] | None = None) -> Counter:
     handles: list[Any] = []
     try:
         with Driver(program, resume) as driver:
+            shards = _start_replay_shards(ray, program)
+            handles += shards
             learner = (
                 ray.remote(LearnerProcess)
                 .options(
@@ -144,7 +163,12 @@ def run_ray(program: Program, resume: dict[str, Any] | None = None) -> Counter:
                     num_gpus=run.learner_gpus,
                     resources=parse_resources(run.learner_resources, "--learner-resources"),
                 )
-                .remote(program, None if resume is None else resume["learner"], run.torch_threads)
+                .remote(
+                    program,
+                    None if resume is None else resume["learner"],
+                    run.torch_threads,
+                    shards,
+                )
             )
             handles.append(learner)
             actor_class = ray.remote(ActorProcess).options(
@@ -155,12 +179,17 @@ def run_ray(program: Program, resume: dict[str, Any] | None = None) -> Counter:
                 max_task_retries=0,
             )
             actors = [
-                actor_class.remote(program, i, driver.env_seed + 10_000 * i)
+                actor_class.remote(
+                    program,
+                    i,
+                    driver.env_seed + 10_000 * i,
+                    shards[i % len(shards)] if shards else None,
+                )
                 for i in range(run.actors)
             ]
             handles += actors
-            _wait_placed(ray, [*actors, learner])
-            _record_placement(ray, program, learner, actors)
+            _wait_placed(ray, [*actors, learner, *shards])
+            _record_placement(ray, program, learner, actors, shards)
             loop = _Loop(ray, driver, learner, actors)
             loop.run(program.agent.on_policy, program.agent.batch_unrolls(program.agent_config))
             driver.checkpoint(ray.get(learner.state_dict.remote()))
@@ -172,9 +201,23 @@ def run_ray(program: Program, resume: dict[str, Any] | None = None) -> Counter:
     return driver.counter
 
 
-def _record_placement(ray: Any, program: Program, learner: Any, actors: list) -> None:
+def _start_replay_shards(ray: Any, program: Program) -> list:
+    """Replay agents' shards as Ray actors, placed by the replay_* settings; [] for others."""
+    if program.agent.make_replay is None:
+        return []
+    run = program.run
+    shard_class = ray.remote(ReplayShard).options(
+        num_cpus=run.replay_cpus,
+        memory=None if run.replay_memory_mb is None else run.replay_memory_mb * 2**20,
+        resources=parse_resources(run.replay_resources, "--replay-resources"),
+    )
+    return [shard_class.remote(program, run.replay_shards) for _ in range(run.replay_shards)]
+
+
+def _record_placement(ray: Any, program: Program, learner: Any, actors: list, shards: list) -> None:
     """Write where each role runs (process id, Ray node) to the run directory."""
     roles = {"learner": learner, **{f"actor{i}": a for i, a in enumerate(actors)}}
+    roles |= {f"replay{i}": shard for i, shard in enumerate(shards)}
     where = ray.get([handle.where.remote() for handle in roles.values()])
     placement = {
         role: {"pid": pid, "node_id": node} for role, (pid, node) in zip(roles, where, strict=True)
@@ -190,10 +233,10 @@ def _wait_placed(ray: Any, handles: list) -> None:
     )
     if pending:
         raise ShoalError(
-            f"Ray could not place {len(pending)} of the learner and actors within "
+            f"Ray could not place {len(pending)} of the learner, actors and replay shards within "
             f"{PLACEMENT_TIMEOUT_S:.0f} s: the cluster has {ray.available_resources()} free. "
             "Lower --actors or --actor-cpus, or add nodes with the resources named in "
-            "--actor-resources / --learner-resources."
+            "--actor-resources / --learner-resources / --replay-resources."
         )
 
 

@@ -31,6 +31,9 @@ class IMPALAConfig:
     pg_rho_bar: float = param(1.0, "Clips importance weights in the policy-gradient advantage.")
     value_coef: float = param(0.5, "Weight of the baseline loss 0.5 (v_s - V(x_s))^2.")
     entropy_coef: float = param(0.01, "Weight of the entropy bonus.")
+    normalize_advantages: bool = param(
+        False, "Standardise the V-trace policy-gradient advantages over each batch (as PPO does)."
+    )
     max_grad_norm: float = param(40.0, "Clip the global gradient norm to this (0 disables).")
     torso: str = param(
         "auto", "auto, mlp, nature_cnn, impala_resnet, minatar_cnn, or package.module:function."

@@ -109,7 +109,12 @@ def impala_loss(net: IMPALANet, batch: Batch, config: IMPALAConfig) -> LossResul
         lambda_=config.trace_lambda,
         end_t=batch.terminated | batch.truncated,
     )
-    policy_loss = ops.vtrace_policy_gradient_loss(log_pi_a, targets.pg_advantages).mean()
+    advantages = targets.pg_advantages
+    if config.normalize_advantages:
+        # One scale for the policy gradient whatever the reward scale, so the entropy weight
+        # means the same on every game (the PPO practice; the paper does not do this).
+        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    policy_loss = ops.vtrace_policy_gradient_loss(log_pi_a, advantages).mean()
     value_loss = ops.value_loss(v_tm1, targets.vs).mean()
     entropy = ops.categorical_entropy(logits).mean()
     loss = policy_loss + config.value_coef * value_loss - config.entropy_coef * entropy

@@ -1,0 +1,95 @@
+"""DQN's TD errors and loss over a batch of n-step transitions.
+
+Target of an m-step transition (discount = γ^m, 0 after a termination):
+
+    y = R + discount · Q_target(s', a*),   a* = argmax_a Q_online(s', a)   (double Q)
+                                           a* = argmax_a Q_target(s', a)   (otherwise)
+
+and the loss is the importance-weighted Huber loss of `δ = y - Q_online(s, a)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from shoal import ops
+from shoal.agents.dqn.config import DQNConfig
+from shoal.agents.dqn.networks import QNet
+
+
+def _tensors(data: Mapping[str, np.ndarray]) -> dict[str, torch.Tensor]:
+    keys = ("obs", "next_obs", "action", "reward", "discount")
+    return {k: torch.from_numpy(np.asarray(data[k])) for k in keys}
+
+
+def td_errors(
+    online: QNet,
+    target: QNet,
+    data: Mapping[str, np.ndarray],
+    config: DQNConfig,
+    q_taken: torch.Tensor | None = None,
+    next_online: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """`δ [B]`; gradients flow through `q_taken` (Q_online(s, a)) when it is given.
+
+    `next_online` (Q_online(s') `[B, A]`) saves a forward pass when the caller has it.
+    """
+    batch = _tensors(data)
+    reward = batch["reward"]
+    if config.reward_clip is not None:
+        reward = reward.clamp(-config.reward_clip, config.reward_clip)
+    with torch.no_grad():
+        next_target = target(batch["next_obs"])
+        if config.double_q:
+            if online is target:
+                next_online = next_target
+            elif next_online is None:
+                next_online = online(batch["next_obs"])
+            choice = next_online.argmax(-1)
+        else:
+            choice = next_target.argmax(-1)
+        bootstrap = next_target.gather(-1, choice[:, None]).squeeze(-1)
+        y = reward + batch["discount"] * bootstrap
+    if q_taken is None:
+        with torch.no_grad():
+            q_taken = online(batch["obs"]).gather(-1, batch["action"][:, None]).squeeze(-1)
+    return y - q_taken
+
+
+class LossResult(NamedTuple):
+    loss: torch.Tensor  # scalar, differentiable
+    td_abs: torch.Tensor  # |δ| [B], detached: the new priorities
+    metrics: dict[str, torch.Tensor]
+
+
+def dqn_loss(
+    online: QNet, target: QNet, data: Mapping[str, np.ndarray], config: DQNConfig
+) -> LossResult:
+    """Importance-weighted Huber loss of the TD errors of a sampled batch."""
+    obs = torch.from_numpy(np.asarray(data["obs"]))
+    action = torch.from_numpy(np.asarray(data["action"]))
+    next_online = None
+    if config.double_q:
+        # One online pass over s and s' together; only the s half carries gradients.
+        both = online(torch.cat([obs, torch.from_numpy(np.asarray(data["next_obs"]))]))
+        q, next_online = both[: len(obs)], both[len(obs) :].detach()
+    else:
+        q = online(obs)
+    q_taken = q.gather(-1, action[:, None]).squeeze(-1)
+    delta = td_errors(online, target, data, config, q_taken, next_online)
+    if config.huber_delta == float("inf"):
+        per_item = 0.5 * delta.square()
+    else:
+        per_item = ops.huber_loss(delta, config.huber_delta)
+    weights = torch.from_numpy(np.asarray(data["weights"], np.float32))
+    loss = (weights * per_item).mean()
+    metrics = {
+        "loss": loss.detach(),
+        "q_mean": q_taken.detach().mean(),
+        "td_abs_mean": delta.detach().abs().mean(),
+    }
+    return LossResult(loss, delta.detach().abs(), metrics)
