@@ -338,6 +338,21 @@ def test_rewards_are_clipped_for_learning_when_asked():
     assert not torch.allclose(impala_loss(net, scaled, unclipped_config).targets.vs, clipped)
 
 
+def test_normalised_advantages_make_the_policy_loss_independent_of_reward_scale():
+    config, net, _, _, collector = setup(normalize_advantages=True)
+    with torch.no_grad():  # values 0 everywhere: the advantages are then the scaled rewards
+        for param in net.value_head.parameters():
+            param.zero_()
+    unroll = collector.collect()
+    unroll.rewards[:] = np.random.default_rng(0).normal(size=unroll.rewards.shape)
+    batch = Batch.from_unroll(unroll)
+    scaled = batch._replace(rewards=batch.rewards * 100)
+    loss = impala_loss(net, batch, config).metrics["policy_loss"]
+    torch.testing.assert_close(impala_loss(net, scaled, config).metrics["policy_loss"], loss)
+    raw = IMPALAConfig(unroll_length=7)
+    assert not torch.allclose(impala_loss(net, scaled, raw).metrics["policy_loss"], loss)
+
+
 def test_learner_state_round_trips():
     config, net, _, _, collector = setup(sharpen=False)
     learner = AGENT.make_learner(SPEC, config, net)
