@@ -122,7 +122,9 @@ class Policy(Protocol):
     # - `prepare(unroll) -> Transitions` turns each unroll into what the learner takes (replay
     #   agents assemble n-step transitions and initial priorities on the actor);
     # - `set_actor_index(index, count)` says which of `count` actors this policy acts for
-    #   (Ape-X gives each actor its own exploration rate).
+    #   (Ape-X gives each actor its own exploration rate);
+    # - `acts_per_env` (attribute): True when `act` treats envs independently, so a
+    #   double-buffered collector may call it on half of the envs at a time.
 
     def load_weights(self, weights: Weights, version: int) -> None: ...
 

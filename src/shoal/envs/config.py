@@ -20,6 +20,11 @@ class EnvConfig:
     import_module: str | None = param(
         None, "Import this module first, e.g. one that registers ids."
     )
+    double_buffer: bool = param(
+        True,
+        "envpool: two halves of the envs step in turn, one while the policy acts on the other "
+        "(from 2 envs; recurrent policies act on all envs at once).",
+    )
     sticky_actions: bool = param(False, "Atari: repeat the last action with probability 0.25.")
     full_action_space: bool = param(
         False, "Atari: all 18 actions instead of the game's minimal set."

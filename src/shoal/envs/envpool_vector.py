@@ -124,6 +124,15 @@ class EnvpoolVectorEnv:
 
     def step(self, actions: np.ndarray) -> VectorStep:
         """Apply actions `[E]`; finished episodes restart within this same step."""
+        self.send(actions)
+        return self.recv()
+
+    def send(self, actions: np.ndarray) -> None:
+        """Start a step with actions `[E]` and return at once; `recv` waits for it.
+
+        Between the two, envpool's threads step the emulators while the caller works (the
+        double-buffered collector acts on the other half of its envs meanwhile).
+        """
         if not self._started:
             raise EnvError("Call reset() on the envpool vector env before step().")
         actions = np.asarray(actions).astype(np.int32, copy=False).reshape(self.num_envs)
@@ -133,7 +142,11 @@ class EnvpoolVectorEnv:
                 f"{self.spec.env_id}: actions must be in [0, {self.spec.num_actions}), got "
                 f"{actions.tolist()}."
             )
-        obs, reward, terminated, truncated, info = self._pool.step(actions, self._all)
+        self._pool.send(actions, self._all)
+
+    def recv(self) -> VectorStep:
+        """The step started by `send`."""
+        obs, reward, terminated, truncated, info = self._pool.recv()
         order = np.asarray(info["env_id"])
         if not np.array_equal(order, self._all):
             index = np.argsort(order)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -214,7 +215,19 @@ def make_vector_env(
     if source.backend == "envpool":
         from shoal.envs.envpool_vector import EnvpoolVectorEnv
 
-        return EnvpoolVectorEnv(source.env_id, num_envs, seed, atari_options(config))
+        options = atari_options(config)
+        if not config.double_buffer or num_envs < 2:
+            return EnvpoolVectorEnv(source.env_id, num_envs, seed, options)
+        from shoal.envs.split_vector import SplitVectorEnv
+
+        first = num_envs // 2  # env i keeps seed + i across the two pools
+        threads = max(1, (os.cpu_count() or 2) // 2)  # the cores shared between the pools
+        return SplitVectorEnv(
+            [
+                EnvpoolVectorEnv(source.env_id, first, seed, options, threads),
+                EnvpoolVectorEnv(source.env_id, num_envs - first, seed + first, options, threads),
+            ]
+        )
     if config.vector == "subprocess":
         from shoal.envs.subprocess_vector import SubprocessVectorEnv
 

@@ -24,6 +24,8 @@ STREAMS_PER_ACTOR = 1 << 20
 class DQNPolicy:
     """Epsilon-greedy on Q for E environments; `prepare(unroll)` makes n-step transitions."""
 
+    acts_per_env = True  # no per-env state: a double-buffered collector may act on part of the envs
+
     def __init__(self, spec: EnvSpec, config: DQNConfig, net: QNet, seed: int) -> None:
         self.config = config
         self.net = net

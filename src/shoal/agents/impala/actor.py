@@ -31,6 +31,9 @@ class IMPALAPolicy:
         self.net = net
         self.version = 0
         self.generator = torch.Generator().manual_seed(seed)
+        # Feed-forward: no per-env state, so a double-buffered collector may act on part of the
+        # envs. With an LSTM every call must cover every env, in order.
+        self.acts_per_env = not net.recurrent
         self._state: LSTMState | None = None
         self._first: np.ndarray | None = None  # [E] bool: the next observation starts an episode
 

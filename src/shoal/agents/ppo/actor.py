@@ -16,6 +16,8 @@ from shoal.tree import map_tree
 class PPOPolicy:
     """Stochastic policy used while collecting rollouts."""
 
+    acts_per_env = True  # no per-env state: a double-buffered collector may act on part of the envs
+
     def __init__(self, spec: EnvSpec, config: PPOConfig, net: ActorCritic, seed: int) -> None:
         self.net = net
         self.version = 0

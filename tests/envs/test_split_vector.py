@@ -1,0 +1,100 @@
+"""Double-buffered collection: two halves stepping in turn give the same unrolls as one env."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from shoal.envs import EnvSpec, InProcessVectorEnv
+from shoal.envs.config import EnvConfig
+from shoal.envs.registry import env_spec, make_vector_env, resolve_env
+from shoal.envs.split_vector import SplitVectorEnv
+from shoal.envs.toy import Countdown
+from shoal.runtime.collector import UnrollCollector
+
+SPEC = EnvSpec.from_env("countdown", Countdown())
+# Truncations and terminations at different steps in different envs.
+FACTORIES = [
+    lambda: Countdown(length=3),
+    lambda: Countdown(length=9, terminate_at=4),
+    lambda: Countdown(length=5),
+    lambda: Countdown(length=7, terminate_at=2),
+]
+
+
+class SendRecv(InProcessVectorEnv):
+    """An in-process vector env with the `send`/`recv` pair of the envpool adapter."""
+
+    def send(self, actions):
+        self._pending = actions
+
+    def recv(self):
+        return self.step(self._pending)
+
+
+class ObsPolicy:
+    """A deterministic policy that treats envs independently: the action follows the obs."""
+
+    acts_per_env = True
+    version = 0
+
+    def __init__(self):
+        self.widths = []
+
+    def act(self, obs):
+        self.widths.append(len(obs))
+        flat = obs.reshape(len(obs), -1).astype(np.int64)
+        actions = flat.sum(axis=1) % 2
+        return actions, {"seen": flat[:, 0].astype(np.float32)}
+
+
+def _assert_same(a, b):
+    for name in ("obs", "actions", "rewards", "terminated", "truncated", "final_index"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    np.testing.assert_array_equal(a.final_obs, b.final_obs)
+    np.testing.assert_array_equal(a.extras["seen"], b.extras["seen"])
+
+
+def test_double_buffered_unrolls_equal_synchronous_ones():
+    whole = UnrollCollector(InProcessVectorEnv(FACTORIES, SPEC, seed=0), ObsPolicy(), 6)
+    policy = ObsPolicy()
+    halves = [SendRecv(FACTORIES[:2], SPEC, seed=0), SendRecv(FACTORIES[2:], SPEC, seed=2)]
+    split = UnrollCollector(SplitVectorEnv(halves), policy, 6)
+    for _ in range(3):  # across unroll boundaries too
+        _assert_same(split.collect(), whole.collect())
+    assert set(policy.widths) == {2}  # the policy acted on one half at a time
+    assert split.drain_episodes() == whole.drain_episodes()
+
+
+def test_split_env_steps_both_halves_for_callers_of_step():
+    halves = [SendRecv(FACTORIES[:2], SPEC, seed=0), SendRecv(FACTORIES[2:], SPEC, seed=2)]
+    split, whole = SplitVectorEnv(halves), InProcessVectorEnv(FACTORIES, SPEC, seed=0)
+    np.testing.assert_array_equal(split.reset(), whole.reset())
+    for _ in range(5):
+        a, b = split.step(np.ones(4, np.int64)), whole.step(np.ones(4, np.int64))
+        np.testing.assert_array_equal(a.obs, b.obs)
+        assert sorted(a.final_obs) == sorted(b.final_obs)
+        assert a.episode_returns == b.episode_returns
+
+
+def test_recurrent_policies_act_on_all_envs_at_once():
+    policy = ObsPolicy()
+    policy.acts_per_env = False
+    halves = [SendRecv(FACTORIES[:2], SPEC, seed=0), SendRecv(FACTORIES[2:], SPEC, seed=2)]
+    UnrollCollector(SplitVectorEnv(halves), policy, 4).collect()
+    assert set(policy.widths) == {4}
+
+
+def test_envpool_double_buffered_matches_one_pool():
+    pytest.importorskip("envpool")
+    spec = env_spec("ALE/Pong-v5", EnvConfig(backend="gymnasium"))
+    unrolls = []
+    for double in (True, False):
+        config = EnvConfig(backend="envpool", double_buffer=double)
+        env = make_vector_env(resolve_env("ALE/Pong-v5", config), spec, config, 4, 7)
+        assert isinstance(env, SplitVectorEnv) == double
+        try:
+            unrolls.append(UnrollCollector(env, ObsPolicy(), 8).collect())
+        finally:
+            env.close()
+    _assert_same(*unrolls)
