@@ -75,6 +75,9 @@ def train(
         resolved = experiment.resolve(algo, env, seed, config, agent, run, env_config)
         spec = experiment.spec_of(resolved)
         resolved.agent.make_networks(spec, resolved.agent_config)  # a misfit fails before writing
+        if resolved.run.runtime == "inline":  # so does a learner device this machine lacks
+            unwritten = experiment.program(resolved, Path(), spec)
+            unwritten.learner_device(shares_network_with_actor=not unwritten.overlaps)
         run_dir = experiment.new_run_dir(resolved)
         state = None
     program = experiment.program(resolved, run_dir, spec)

@@ -153,7 +153,8 @@ class NetworkLearner:
     version: int
 
     def weights(self) -> Weights:
-        return {k: v.detach().clone() for k, v in self.net.state_dict().items()}
+        # CPU copies: actors act on CPU whatever device the learner is on.
+        return {k: v.detach().to("cpu", copy=True) for k, v in self.net.state_dict().items()}
 
     def state_dict(self) -> dict[str, Any]:
         return {

@@ -28,6 +28,11 @@ class RunConfig:
     )
     learner_cpus: float = param(1.0, "ray: CPUs reserved by the learner.")
     learner_gpus: float = param(0.0, "ray: GPUs reserved by the learner.")
+    learner_device: Literal["auto", "cpu", "cuda"] = param(
+        "auto",
+        "Where off-policy learners (IMPALA, DQN, Ape-X) learn: auto picks cuda when the "
+        "learner's process sees a GPU (on ray: with --learner-gpus), else cpu.",
+    )
     learner_resources: str | None = param(None, "ray: custom resources the learner needs.")
     replay_shards: int = param(
         1, "ray, replay agents: replay shards, each a Ray actor holding capacity / shards."
@@ -73,6 +78,11 @@ class RunConfig:
         ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}.")
+        if self.runtime == "ray" and self.learner_device == "cuda" and self.learner_gpus <= 0:
+            raise ValueError(
+                "learner_device cuda on ray needs --learner-gpus 1 (or a fraction): Ray hides "
+                "GPUs from processes that reserve none."
+            )
         if self.eval_episodes < 0:
             raise ValueError(f"eval_episodes must be >= 0, got {self.eval_episodes}.")
         if self.max_time is not None and self.max_time <= 0:

@@ -35,10 +35,11 @@ def run_inline(program: Program, resume: dict[str, Any] | None = None) -> Counte
     torch.set_num_threads(run.torch_threads)
     torch.manual_seed(program.seed)
     with Driver(program, resume) as driver:
-        net = agent.make_networks(program.spec, config)
+        overlap = program.overlaps
+        device = program.learner_device(shares_network_with_actor=not overlap)
+        net = agent.make_networks(program.spec, config).to(device)
         learner = agent.make_learner(program.spec, config, net)
         driver.restore(learner)
-        overlap = run.overlap if run.overlap is not None else not agent.on_policy
         # Acting in turn shares the learner's network; overlapping needs a copy of its own.
         actor_net = agent.make_networks(program.spec, config) if overlap else net
         policy = agent.make_policy(program.spec, config, actor_net, driver.env_seed)

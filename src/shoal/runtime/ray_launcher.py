@@ -85,7 +85,8 @@ class LearnerProcess:
         torch.set_num_threads(threads)
         torch.manual_seed(program.seed)
         agent = program.agent
-        net = agent.make_networks(program.spec, program.agent_config)
+        device = program.learner_device(shares_network_with_actor=False)
+        net = agent.make_networks(program.spec, program.agent_config).to(device)
         self.learner = agent.make_learner(program.spec, program.agent_config, net)
         if replay_shards:
             self.learner.replay = ShardedReplay(replay_shards)

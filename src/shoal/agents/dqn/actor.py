@@ -91,7 +91,7 @@ class DQNPolicy:
     def initial_priorities(self, data: dict[str, np.ndarray]) -> np.ndarray:
         """`|δ|` of each transition under this actor's weights (its own copy as the target)."""
         errors = td_errors(self.net, self.net, data, self.config)
-        return (errors.abs() + self.config.priority_eps).numpy().astype(np.float32)
+        return (errors.abs() + self.config.priority_eps).cpu().numpy().astype(np.float32)
 
     def load_weights(self, weights: Weights, version: int) -> None:
         if version > self.version:

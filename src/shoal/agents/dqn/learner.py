@@ -132,7 +132,7 @@ class DQNLearner(NetworkLearner):
         grad_norm = self.optimizer.clip_grad_norm(config.max_grad_norm or math.inf)
         self.optimizer.step()
         if config.prioritized:
-            priorities = result.td_abs.numpy() + config.priority_eps
+            priorities = result.td_abs.cpu().numpy() + config.priority_eps
             self.replay.update_priorities(sample["indices"], priorities)
         self.rates.sampled += config.batch_size
         self.gradient_steps += 1

@@ -21,9 +21,13 @@ from shoal.agents.dqn.config import DQNConfig
 from shoal.agents.dqn.networks import QNet
 
 
-def _tensors(data: Mapping[str, np.ndarray]) -> dict[str, torch.Tensor]:
+def _tensor(data: Mapping[str, np.ndarray], key: str, device: torch.device) -> torch.Tensor:
+    return torch.from_numpy(np.asarray(data[key])).to(device, non_blocking=True)
+
+
+def _tensors(data: Mapping[str, np.ndarray], device: torch.device) -> dict[str, torch.Tensor]:
     keys = ("obs", "next_obs", "action", "reward", "discount")
-    return {k: torch.from_numpy(np.asarray(data[k])) for k in keys}
+    return {k: _tensor(data, k, device) for k in keys}
 
 
 def td_errors(
@@ -38,7 +42,7 @@ def td_errors(
 
     `next_online` (Q_online(s') `[B, A]`) saves a forward pass when the caller has it.
     """
-    batch = _tensors(data)
+    batch = _tensors(data, next(online.parameters()).device)
     reward = batch["reward"]
     if config.reward_clip is not None:
         reward = reward.clamp(-config.reward_clip, config.reward_clip)
@@ -70,12 +74,12 @@ def dqn_loss(
     online: QNet, target: QNet, data: Mapping[str, np.ndarray], config: DQNConfig
 ) -> LossResult:
     """Importance-weighted Huber loss of the TD errors of a sampled batch."""
-    obs = torch.from_numpy(np.asarray(data["obs"]))
-    action = torch.from_numpy(np.asarray(data["action"]))
+    device = next(online.parameters()).device
+    obs, action = _tensor(data, "obs", device), _tensor(data, "action", device)
     next_online = None
     if config.double_q:
         # One online pass over s and s' together; only the s half carries gradients.
-        both = online(torch.cat([obs, torch.from_numpy(np.asarray(data["next_obs"]))]))
+        both = online(torch.cat([obs, _tensor(data, "next_obs", device)]))
         q, next_online = both[: len(obs)], both[len(obs) :].detach()
     else:
         q = online(obs)
@@ -85,7 +89,7 @@ def dqn_loss(
         per_item = 0.5 * delta.square()
     else:
         per_item = ops.huber_loss(delta, config.huber_delta)
-    weights = torch.from_numpy(np.asarray(data["weights"], np.float32))
+    weights = torch.from_numpy(np.asarray(data["weights"], np.float32)).to(device)
     loss = (weights * per_item).mean()
     metrics = {
         "loss": loss.detach(),

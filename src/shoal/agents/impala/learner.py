@@ -31,7 +31,8 @@ class IMPALALearner(NetworkLearner):
         learning_rate = config.learning_rate * (remaining if config.anneal_lr else 1.0)
         self.optimizer.lr = learning_rate
 
-        result = impala_loss(self.net, Batch.from_unroll(unroll), config)
+        device = next(self.net.parameters()).device
+        result = impala_loss(self.net, Batch.from_unroll(unroll).to(device), config)
         self.optimizer.zero_grad()
         result.loss.backward()
         # With max_grad_norm = 0 the infinite bound leaves gradients as they are.

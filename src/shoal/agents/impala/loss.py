@@ -67,6 +67,28 @@ class Batch(NamedTuple):
             final_index=torch.from_numpy(unroll.final_index),
         )
 
+    def to(self, device: torch.device) -> Batch:
+        """The batch on `device` (the learner's network's)."""
+        if device.type == "cpu":
+            return self
+
+        def move(x: torch.Tensor) -> torch.Tensor:
+            return x.to(device, non_blocking=True)
+
+        state = self.initial_state
+        return self._replace(
+            obs=map_tree(move, self.obs),
+            first=move(self.first),
+            actions=move(self.actions),
+            rewards=move(self.rewards),
+            terminated=move(self.terminated),
+            truncated=move(self.truncated),
+            behaviour_logits=move(self.behaviour_logits),
+            initial_state=None if state is None else (move(state[0]), move(state[1])),
+            final_obs=map_tree(move, self.final_obs),
+            final_index=move(self.final_index),
+        )
+
 
 class LossResult(NamedTuple):
     loss: torch.Tensor  # scalar, differentiable
@@ -136,12 +158,12 @@ def _final_values(net: IMPALANet, batch: Batch, states: dict[int, LSTMState]) ->
     count = len(t_trunc)
     final_obs = map_tree(lambda x: x[None], batch.final_obs)  # one step of K entries
     if not net.recurrent:
-        first = torch.ones(1, count, dtype=torch.bool)
+        first = torch.ones(1, count, dtype=torch.bool, device=batch.first.device)
         return net.unroll(final_obs, first, None)[1][0]
     # The final observation continues the episode: step the core once more on it from the state
     # after step t (which has seen obs[t]), as the actor would have done had the episode gone on.
     # The actor never took this step, so the value comes from the learner's weights alone.
     h = torch.stack([states[int(t)][0][b] for t, b in zip(t_trunc, b_trunc, strict=True)])
     c = torch.stack([states[int(t)][1][b] for t, b in zip(t_trunc, b_trunc, strict=True)])
-    first = torch.zeros(1, count, dtype=torch.bool)
+    first = torch.zeros(1, count, dtype=torch.bool, device=batch.first.device)
     return net.unroll(final_obs, first, (h, c))[1][0]
