@@ -22,7 +22,13 @@ from shoal.ops.policy_losses import (
     huber_loss,
     value_loss,
 )
+from shoal.ops.retrace import retrace
 from shoal.ops.returns import discounted_returns, lambda_returns, n_step_returns
+from shoal.ops.value_rescaling import (
+    signed_hyperbolic,
+    signed_parabolic,
+    transformed_n_step_double_q_targets,
+)
 from shoal.ops.vtrace import VTraceReturns, vtrace, vtrace_policy_gradient_loss
 
 __all__ = [
@@ -43,6 +49,10 @@ __all__ = [
     "lambda_returns",
     "n_step_returns",
     "normalize_advantages",
+    "retrace",
+    "signed_hyperbolic",
+    "signed_parabolic",
+    "transformed_n_step_double_q_targets",
     "value_loss",
     "vtrace",
     "vtrace_policy_gradient_loss",
