@@ -102,6 +102,11 @@ class TransitionReplay:
         """Transitions added since construction."""
         return self._added
 
+    @property
+    def priority_total(self) -> float:
+        """Σ p^α over sampleable transitions (their count without prioritisation)."""
+        return float(self._sampler.total)
+
     def memory_bytes(self) -> int:
         """Bytes of numpy storage held: frames, per-row fields and the priority trees."""
         arrays = [self._frames, self._action, self._reward, self._discount, self._steps]

@@ -47,7 +47,7 @@ class ReplayShard:
         return len(self.replay), self.total()
 
     def total(self) -> float:
-        return float(self.replay._sampler.total)
+        return float(self.replay.priority_total)
 
     def memory_bytes(self) -> int:
         return int(self.replay.memory_bytes())
