@@ -4,13 +4,17 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Literal
 
+from shoal.agents.checks import (
+    check_network_settings,
+    require_finite_nonnegative,
+    require_positive,
+    require_unit_interval,
+)
 from shoal.config import param
 from shoal.nets.mlp import Activation
-from shoal.nets.torso import check_torso_setting
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,28 +74,15 @@ class DQNConfig:
         positive = ("learning_rate", "adam_eps", "n_step", "batch_size", "unroll_length")
         positive += ("replay_capacity", "samples_per_insert", "target_update_period")
         positive += ("dueling_hidden", "epsilon_decay_steps")
-        for name in positive:
-            if not getattr(self, name) > 0:
-                raise ValueError(
-                    f"{name} must be > 0, got {getattr(self, name)}; set --agent.{_flag(name)} "
-                    "to a positive value."
-                )
+        require_positive(self, positive)
         unit = ("gamma", "target_tau", "priority_beta", "priority_beta_end", "epsilon_start")
         unit += ("epsilon_end", "apex_epsilon", "eval_epsilon")
-        for name in unit:
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(
-                    f"{name} must be in [0, 1], got {getattr(self, name)}; set "
-                    f"--agent.{_flag(name)} to a value in [0, 1]."
-                )
+        require_unit_interval(self, unit)
         if self.target_tau == 0:
             raise ValueError("target_tau must be > 0 (1 copies, < 1 averages); got 0.")
-        for name in ("priority_alpha", "apex_alpha", "max_grad_norm", "priority_eps"):
-            if not 0 <= getattr(self, name) < math.inf:
-                raise ValueError(
-                    f"{name} must be a finite number >= 0, got {getattr(self, name)}; set "
-                    f"--agent.{_flag(name)}."
-                )
+        require_finite_nonnegative(
+            self, ("priority_alpha", "apex_alpha", "max_grad_norm", "priority_eps")
+        )
         if not self.huber_delta > 0:
             raise ValueError(
                 f"huber_delta must be > 0 (inf for squared loss), got {self.huber_delta}."
@@ -105,17 +96,7 @@ class DQNConfig:
             raise ValueError(
                 f"batch_size {self.batch_size} exceeds replay_capacity {self.replay_capacity}."
             )
-        if self.reward_clip is not None and not self.reward_clip > 0:
-            raise ValueError(
-                f"reward_clip must be > 0 or None, got {self.reward_clip}; set "
-                "--agent.reward-clip 1.0 to clip to [-1, 1] or none to keep rewards."
-            )
-        if not self.hidden_sizes or min(self.hidden_sizes) <= 0:
-            raise ValueError(
-                f"hidden_sizes must be positive widths, got {self.hidden_sizes}; "
-                "set e.g. --agent.hidden-sizes 64,64."
-            )
-        check_torso_setting(self.torso)
+        check_network_settings(self)
 
     def epsilon(self, actor_steps: int, actor_index: int, num_actors: int) -> float:
         """The exploration rate of actor `actor_index` of `num_actors` after `actor_steps`."""
@@ -124,7 +105,3 @@ class DQNConfig:
             return self.apex_epsilon ** (1.0 + self.apex_alpha * spread)
         fraction = min(1.0, actor_steps / self.epsilon_decay_steps)
         return self.epsilon_start + fraction * (self.epsilon_end - self.epsilon_start)
-
-
-def _flag(name: str) -> str:
-    return name.replace("_", "-")

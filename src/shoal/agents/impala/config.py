@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
+from shoal.agents.checks import (
+    check_network_settings,
+    flag,
+    require_finite_nonnegative,
+    require_positive,
+    require_unit_interval,
+)
 from shoal.config import param
 from shoal.nets.mlp import Activation
-from shoal.nets.torso import check_torso_setting
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,45 +52,16 @@ class IMPALAConfig:
     )
 
     def __post_init__(self) -> None:
-        for name in ("learning_rate", "unroll_length", "batch_size", "lstm_size"):
-            if getattr(self, name) <= 0:
-                raise ValueError(
-                    f"{name} must be > 0, got {getattr(self, name)}; set --agent.{_flag(name)} "
-                    "to a positive value."
-                )
-        for name in ("gamma", "trace_lambda"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(
-                    f"{name} must be in [0, 1], got {getattr(self, name)}; set "
-                    f"--agent.{_flag(name)} to a value in [0, 1]."
-                )
+        require_positive(self, ("learning_rate", "unroll_length", "batch_size", "lstm_size"))
+        require_unit_interval(self, ("gamma", "trace_lambda"))
         for name in ("rho_bar", "c_bar", "pg_rho_bar"):
             if not getattr(self, name) > 0:
                 raise ValueError(
                     f"{name} must be > 0 (1.0 as in the paper; inf turns clipping off), got "
-                    f"{getattr(self, name)}; set --agent.{_flag(name)}."
+                    f"{getattr(self, name)}; set --agent.{flag(name)}."
                 )
-        for name in ("value_coef", "entropy_coef", "max_grad_norm"):
-            if not 0 <= getattr(self, name) < math.inf:
-                raise ValueError(
-                    f"{name} must be a finite number >= 0, got {getattr(self, name)}; set "
-                    f"--agent.{_flag(name)}."
-                )
-        if self.reward_clip is not None and not self.reward_clip > 0:
-            raise ValueError(
-                f"reward_clip must be > 0 or None, got {self.reward_clip}; set "
-                "--agent.reward-clip 1.0 to clip to [-1, 1] or none to keep rewards."
-            )
-        if not self.hidden_sizes or min(self.hidden_sizes) <= 0:
-            raise ValueError(
-                f"hidden_sizes must be positive widths, got {self.hidden_sizes}; "
-                "set e.g. --agent.hidden-sizes 64,64."
-            )
-        check_torso_setting(self.torso)
-
-
-def _flag(name: str) -> str:
-    return name.replace("_", "-")
+        require_finite_nonnegative(self, ("value_coef", "entropy_coef", "max_grad_norm"))
+        check_network_settings(self)
 
 
 def validate(config: IMPALAConfig, num_envs: int) -> None:
