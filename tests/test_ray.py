@@ -172,3 +172,36 @@ def test_apex_solves_cartpole_with_replay_shards_on_their_node(ray_cluster, quie
     last = [json.loads(line) for line in (result.run_dir / "metrics.jsonl").open()][-1]
     # Actors inserted into the shards; the learner sampled them at about the set ratio.
     assert last["replay_size"] > 1000 and 8 < last["replay_ratio"] <= 17
+
+
+def test_central_inference_on_ray_survives_a_killed_env_actor(ray_cluster, quiet_run):
+    _, worker = ray_cluster
+    run = _ray_run(
+        quiet_run,
+        inference="central",
+        actor_resources="actor_node=1",
+        stop_at_return=475,
+        total_steps=300_000,
+        run_name="central",
+    )
+    outcome = {}
+    thread = threading.Thread(
+        target=lambda: outcome.update(result=shoal.train("ppo", "CartPole-v1", run=run))
+    )
+    thread.start()
+    placement_file = Path(quiet_run["runs_dir"]) / "central" / "ray_actors.json"
+    deadline = time.time() + 120
+    while not placement_file.exists() and time.time() < deadline:
+        time.sleep(0.2)
+    assert placement_file.exists(), "the ray run did not start"
+    placement = json.loads(placement_file.read_text())
+    assert {placement[f"actor{i}"]["node_id"] for i in range(2)} == {worker.node_id}
+    time.sleep(2)
+    os.kill(placement["actor0"]["pid"], signal.SIGKILL)
+    thread.join(timeout=600)
+    result = outcome["result"]
+    assert result.summary["actor_restarts"] >= 1
+    assert result.stop_reason == "stop_at_return" and result.evaluation.mean_return >= 475
+    last = json.loads((result.run_dir / "metrics.jsonl").read_text().splitlines()[-1])
+    assert last["actor_reconnects"] >= 1 and 0 < last["inference_batch_fill"] <= 1
+    assert last["policy_lag"] == 0  # on-policy: every unroll acted by the current weights

@@ -99,8 +99,9 @@ def resolve(
         "agent",
     )
     try:
-        # On Ray an on-policy batch holds one unroll from every actor.
-        width = run.num_envs * (run.actors if run.runtime == "ray" and agent.on_policy else 1)
+        # On Ray, or with central inference, an on-policy batch holds one unroll per actor.
+        many_actors = run.runtime == "ray" or run.inference == "central"
+        width = run.num_envs * (run.actors if many_actors and agent.on_policy else 1)
         agent.validate(agent_config, width)
     except ValueError as err:
         raise ConfigError(f"Invalid agent config: {err}") from None

@@ -118,6 +118,8 @@ class Policy(Protocol):
         ...
 
     # Optional, looked up with getattr by the runtime:
+    # - `observe_rewards(rewards [E])` after each step, before `episode_ended` (policies that
+    #   take the previous reward as an input);
     # - `episode_ended(mask [E])` after each step (recurrent policies reset their state);
     # - `prepare(unroll) -> Transitions` turns each unroll into what the learner takes (replay
     #   agents assemble n-step transitions and initial priorities on the actor);

@@ -56,6 +56,66 @@ class Broken(gym.Env):
         return obs, 0.0, False, False, {}
 
 
+class RepeatFirst(gym.Env):
+    """A memory task: a cue shown only at the first step must be repeated at the last.
+
+    The observation is `[cue one-hot (cues), query flag]`: the cue is visible at step 0 only,
+    then the observation is blank for `delay` steps, and at the last step the query flag is set.
+    The action there earns +1 if it names the cue and -1 otherwise; other steps earn 0. A
+    memoryless policy cannot beat an expected return of `(2 - cues) / cues` (0 for two cues);
+    one that remembers the cue earns 1.
+    """
+
+    def __init__(self, cues: int = 2, delay: int = 4) -> None:
+        self.observation_space = gym.spaces.Box(0.0, 1.0, (cues + 1,), np.float32)
+        self.action_space = gym.spaces.Discrete(cues)
+        self.cues, self.delay = cues, delay
+        self.t = 0
+        self.cue = 0
+
+    def _obs(self) -> np.ndarray:
+        obs = np.zeros(self.cues + 1, np.float32)
+        if self.t == 0:
+            obs[self.cue] = 1.0
+        if self.t == self.delay + 1:
+            obs[-1] = 1.0
+        return obs
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        self.t = 0
+        self.cue = int(self.np_random.integers(self.cues))
+        return self._obs(), {}
+
+    def step(self, action: int):
+        query = self.t == self.delay + 1
+        reward = (1.0 if int(action) == self.cue else -1.0) if query else 0.0
+        self.t += 1
+        return self._obs(), reward, query, False, {}
+
+
+class HiddenVelocity(gym.ObservationWrapper):
+    """CartPole with its velocities hidden: only cart position and pole angle are observed."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        box = env.observation_space
+        self.observation_space = gym.spaces.Box(box.low[[0, 2]], box.high[[0, 2]], (2,), box.dtype)
+
+    def observation(self, observation: np.ndarray) -> np.ndarray:
+        return observation[[0, 2]]
+
+
+def repeat_first() -> gym.Env:
+    """`RepeatFirst` with two cues and four blank steps: `--env shoal.envs.toy:repeat_first`."""
+    return RepeatFirst()
+
+
+def cartpole_no_velocity() -> gym.Env:
+    """CartPole-v1 without velocities: `--env shoal.envs.toy:cartpole_no_velocity`."""
+    return HiddenVelocity(gym.make("CartPole-v1"))
+
+
 def countdown() -> gym.Env:
     return Countdown()
 

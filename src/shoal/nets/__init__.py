@@ -6,7 +6,7 @@ from shoal.nets.mlp import MLP, orthogonal_init
 from shoal.nets.normalize import RunningNorm
 from shoal.nets.recurrent import LSTMCore, LSTMState
 from shoal.nets.resnet import ImpalaResNet
-from shoal.nets.torso import DictTorso, TorsoKind, check_torso, make_torso
+from shoal.nets.torso import DictTorso, TorsoKind, check_torso, make_torso, module_device
 
 __all__ = [
     "MLP",
@@ -24,5 +24,6 @@ __all__ = [
     "ValueHead",
     "check_torso",
     "make_torso",
+    "module_device",
     "orthogonal_init",
 ]

@@ -221,7 +221,7 @@ def _custom_torso(path: str, space: gym.spaces.Space) -> nn.Module:
 
 def _infer_out_features(torso: nn.Module, space: gym.spaces.Space, what: str) -> int:
     """F from one forward pass of a zero batch of 2 observations, which must give `[2, F]`."""
-    out = _forward(torso, _batch(space, 2, _device(torso), None), what)
+    out = _forward(torso, _batch(space, 2, module_device(torso), None), what)
     is_batch = isinstance(out, torch.Tensor) and out.dim() == 2 and out.shape[0] == 2
     if not is_batch or not out.is_floating_point():
         raise ConfigError(
@@ -240,7 +240,7 @@ def _check(torso: nn.Module, space: gym.spaces.Space, what: str) -> int:
             f"{what} has out_features={width!r}; it must be a positive integer, the width F "
             "of the [B, F] features that forward returns."
         )
-    out = _forward(torso, _batch(space, 2, _device(torso), 0), what)
+    out = _forward(torso, _batch(space, 2, module_device(torso), 0), what)
     width = int(width)
     if (
         not isinstance(out, torch.Tensor)
@@ -299,7 +299,8 @@ def _batch(space: gym.spaces.Space, n: int, device: torch.device, seed: int | No
     return torch.as_tensor(array, device=device)
 
 
-def _device(module: nn.Module) -> torch.device:
+def module_device(module: nn.Module) -> torch.device:
+    """Where `module`'s parameters (or buffers) live; CPU for a module without any."""
     tensor = next(itertools.chain(module.parameters(), module.buffers()), None)
     return tensor.device if tensor is not None else torch.device("cpu")
 

@@ -19,6 +19,8 @@ class UnrollCollector:
         self.obs = env.reset()
         # Recurrent policies keep per-env state and must hear when an episode ends.
         self._episode_ended = getattr(policy, "episode_ended", None)
+        # Policies that take the previous reward as an input (R2D2) hear each step's rewards.
+        self._observe_rewards = getattr(policy, "observe_rewards", None)
         # Replay agents turn unrolls into n-step transitions on the actor.
         self._prepare = getattr(policy, "prepare", None)
         self.finished_returns: list[float] = []
@@ -44,6 +46,8 @@ class UnrollCollector:
             rewards[t] = step.reward
             terminated[t] = step.terminated
             truncated[t] = step.truncated
+            if self._observe_rewards is not None:
+                self._observe_rewards(step.reward)
             if self._episode_ended is not None:
                 self._episode_ended(step.terminated | step.truncated)
             for b, last in step.final_obs.items():

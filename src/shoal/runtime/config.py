@@ -19,7 +19,11 @@ class RunConfig:
     runtime: Literal["inline", "ray"] = param(
         "inline", "inline: one process; ray: actors and learner as Ray actors (local or cluster)."
     )
-    actors: int = param(2, "ray: actor processes, each stepping num_envs environments.")
+    actors: int = param(
+        2,
+        "ray: actor processes, each stepping num_envs environments; inline with --inference "
+        "central: actor threads.",
+    )
     address: str | None = param(None, "ray: cluster address (default: start a local Ray).")
     actor_cpus: float = param(1.0, "ray: CPUs reserved by each actor.")
     actor_memory_mb: int | None = param(None, "ray: memory reserved by each actor, in MB.")
@@ -41,6 +45,18 @@ class RunConfig:
     replay_memory_mb: int | None = param(None, "ray: memory reserved by each replay shard, in MB.")
     replay_resources: str | None = param(
         None, "ray: custom resources each replay shard needs, e.g. 'big_memory=1'."
+    )
+    inference: Literal["actor", "central"] = param(
+        "actor",
+        "actor: each actor runs the policy on its own CPU; central: actors only step envs and "
+        "one inference server next to the learner batches their observations (SEED).",
+    )
+    inference_batch: int | None = param(
+        None,
+        "central: most observations in one inference batch (default: every env of every actor).",
+    )
+    inference_timeout_ms: float = param(
+        2.0, "central: serve a partial batch once its oldest request waited this long."
     )
     max_inflight: int = param(1, "ray: unroll requests queued per actor (backpressure).")
     overlap: bool | None = param(
@@ -83,6 +99,10 @@ class RunConfig:
                 "learner_device cuda on ray needs --learner-gpus 1 (or a fraction): Ray hides "
                 "GPUs from processes that reserve none."
             )
+        if self.inference_batch is not None and self.inference_batch <= 0:
+            raise ValueError(f"inference_batch must be > 0, got {self.inference_batch}.")
+        if self.inference_timeout_ms < 0:
+            raise ValueError(f"inference_timeout_ms must be >= 0, got {self.inference_timeout_ms}.")
         if self.eval_episodes < 0:
             raise ValueError(f"eval_episodes must be >= 0, got {self.eval_episodes}.")
         if self.max_time is not None and self.max_time <= 0:

@@ -18,6 +18,7 @@ import torch
 
 from shoal.agents.base import Transitions, Unroll, combine, env_steps
 from shoal.envs.registry import make_vector_env
+from shoal.runtime.central import CentralActing, EnvLoop
 from shoal.runtime.collector import UnrollCollector
 from shoal.runtime.counter import Counter
 from shoal.runtime.driver import TIMING_KEYS, Driver
@@ -35,6 +36,9 @@ def run_inline(program: Program, resume: dict[str, Any] | None = None) -> Counte
     torch.set_num_threads(run.torch_threads)
     torch.manual_seed(program.seed)
     with Driver(program, resume) as driver:
+        if run.inference == "central":
+            _run_central(driver, program)
+            return driver.counter
         overlap = program.overlaps
         device = program.learner_device(shares_network_with_actor=not overlap)
         net = agent.make_networks(program.spec, config).to(device)
@@ -118,16 +122,77 @@ def _overlapped(driver: Driver, collector: UnrollCollector, learner: Any, batch:
     actor = _ActorThread(collector, driver.program.run.queue_capacity)
     actor.start()
     try:
-        while not driver.should_stop():
-            unrolls = []
-            for _ in range(batch):
-                unroll, returns, lengths = actor.take()
-                driver.add_experience(env_steps(unroll), returns, lengths)
-                unrolls.append(unroll)
-            lag = learner.version - min(u.behaviour_version for u in unrolls)
-            metrics = learner.update(combine(unrolls), driver.counter.progress())
-            actor.publish(learner.version, learner.weights())
-            driver.after_update(metrics, lag, learner.state_dict)
+        _learn_from(driver, actor, learner, batch)
     finally:
         actor.stopping.set()
         actor.join(timeout=30)
+
+
+def _learn_from(driver: Driver, source: Any, learner: Any, batch: int) -> None:
+    """Update on `batch` items at a time from `source.take()`; publish each new version."""
+    report = getattr(source, "metrics", None)  # central inference: server and actor figures
+    while not driver.should_stop():
+        unrolls = []
+        for _ in range(batch):
+            unroll, returns, lengths = source.take()
+            driver.add_experience(env_steps(unroll), returns, lengths)
+            unrolls.append(unroll)
+        lag = learner.version - min(u.behaviour_version for u in unrolls)
+        metrics = learner.update(combine(unrolls), driver.counter.progress())
+        source.publish(learner.version, learner.weights())
+        if report is not None:
+            metrics |= report()
+        driver.after_update(metrics, lag, learner.state_dict)
+
+
+def _run_central(driver: Driver, program: Program) -> None:
+    """Central inference in one process: actor threads step envs, a server thread acts."""
+    agent, config, run = program.agent, program.agent_config, program.run
+    device = program.learner_device(shares_network_with_actor=False)
+    learner = agent.make_learner(
+        program.spec, config, agent.make_networks(program.spec, config).to(device)
+    )
+    driver.restore(learner)
+    hub = CentralActing(
+        program, agent.make_networks(program.spec, config).to(device), run.queue_capacity
+    )
+    hub.publish(learner.version, learner.weights())
+    envs = [
+        make_vector_env(
+            program.env_source,
+            program.spec,
+            program.env_config,
+            run.num_envs,
+            driver.env_seed + 10_000 * i,
+        )
+        for i in range(run.actors)
+    ]
+    threads = [_EnvThread(hub, EnvLoop(env, i)) for i, env in enumerate(envs)]
+    for thread in threads:
+        thread.start()
+    try:
+        # On-policy: one unroll of every actor, all acted by the same weights, per update.
+        batch = run.actors if agent.on_policy else agent.batch_unrolls(config)
+        _learn_from(driver, hub, learner, batch)
+        driver.checkpoint(learner.state_dict())
+    finally:
+        hub.stop()
+        for thread in threads:
+            thread.join(timeout=30)
+        for env in envs:
+            env.close()
+
+
+class _EnvThread(threading.Thread):
+    """Runs one env-only actor against the in-process server; its failure stops the run."""
+
+    def __init__(self, hub: CentralActing, loop: EnvLoop) -> None:
+        super().__init__(name=f"shoal-env-actor{loop.actor}", daemon=True)
+        self.hub, self.loop = hub, loop
+
+    def run(self) -> None:
+        try:
+            self.loop.run(self.hub.step)
+        except BaseException as err:  # surfaced by the learner's next `take`
+            if self.hub.failure is None:
+                self.hub.failure = err

@@ -23,10 +23,12 @@ from shoal.agents.base import Transitions, combine, env_steps
 from shoal.config import write_atomically
 from shoal.envs.registry import make_vector_env
 from shoal.errors import ConfigError, ShoalError
+from shoal.runtime.central import EnvStep
 from shoal.runtime.collector import UnrollCollector
 from shoal.runtime.counter import Counter
 from shoal.runtime.driver import Driver
 from shoal.runtime.program import Program
+from shoal.runtime.ray_central import CentralLearning, EnvActorProcess, run_central_loop
 from shoal.runtime.replay_service import ReplayShard, ShardedReplay
 
 PLACEMENT_TIMEOUT_S = 120.0
@@ -92,6 +94,18 @@ class LearnerProcess:
             self.learner.replay = ShardedReplay(replay_shards)
         if state is not None:
             self.learner.load_state_dict(state)
+        self.central = None  # central inference: the server lives here, next to the learner
+        if program.run.inference == "central":
+            self.central = CentralLearning(program, self.learner, device, replay_shards or [])
+
+    def step(self, message: EnvStep) -> np.ndarray | None:
+        """Central inference: an env actor's call for actions."""
+        assert self.central is not None
+        return self.central.step(message)
+
+    def central_update(self, batch: int, progress: float) -> tuple | None:
+        assert self.central is not None
+        return self.central.update(batch, progress)
 
     def update(self, unroll_refs: list, progress: float) -> tuple[dict, int, float]:
         import ray
@@ -157,9 +171,12 @@ def run_ray(program: Program, resume: dict[str, Any] | None = None) -> Counter:
         with Driver(program, resume) as driver:
             shards = _start_replay_shards(ray, program)
             handles += shards
+            central = run.inference == "central"
             learner = (
                 ray.remote(LearnerProcess)
                 .options(
+                    # Central inference: every env actor's call waits in a thread of its own.
+                    max_concurrency=run.actors + 4 if central else 1,
                     num_cpus=run.learner_cpus,
                     num_gpus=run.learner_gpus,
                     resources=parse_resources(run.learner_resources, "--learner-resources"),
@@ -172,7 +189,7 @@ def run_ray(program: Program, resume: dict[str, Any] | None = None) -> Counter:
                 )
             )
             handles.append(learner)
-            actor_class = ray.remote(ActorProcess).options(
+            actor_class = ray.remote(EnvActorProcess if central else ActorProcess).options(
                 num_cpus=run.actor_cpus,
                 memory=None if run.actor_memory_mb is None else run.actor_memory_mb * 2**20,
                 resources=parse_resources(run.actor_resources, "--actor-resources"),
@@ -184,15 +201,18 @@ def run_ray(program: Program, resume: dict[str, Any] | None = None) -> Counter:
                     program,
                     i,
                     driver.env_seed + 10_000 * i,
-                    shards[i % len(shards)] if shards else None,
+                    *([] if central else [shards[i % len(shards)] if shards else None]),
                 )
                 for i in range(run.actors)
             ]
             handles += actors
             _wait_placed(ray, [*actors, learner, *shards])
             _record_placement(ray, program, learner, actors, shards)
-            loop = _Loop(ray, driver, learner, actors)
-            loop.run(program.agent.on_policy, program.agent.batch_unrolls(program.agent_config))
+            if central:
+                run_central_loop(ray, driver, learner, actors)
+            else:
+                loop = _Loop(ray, driver, learner, actors)
+                loop.run(program.agent.on_policy, program.agent.batch_unrolls(program.agent_config))
             driver.checkpoint(ray.get(learner.state_dict.remote()))
     finally:
         for handle in handles:

@@ -10,13 +10,19 @@ from shoal.agents.base import Weights
 from shoal.agents.ppo.config import PPOConfig
 from shoal.agents.ppo.networks import ActorCritic
 from shoal.envs.spec import EnvSpec
+from shoal.nets import module_device
 from shoal.tree import map_tree
 
 
 class PPOPolicy:
-    """Stochastic policy used while collecting rollouts."""
+    """Stochastic policy used while collecting rollouts.
 
-    acts_per_env = True  # no per-env state: a double-buffered collector may act on part of the envs
+    It keeps no per-env state, so an inference server may act for any rows of many actors'
+    envs (central inference) and a double-buffered collector for part of the envs.
+    """
+
+    acts_per_env = True
+    central_inference = True
 
     def __init__(self, spec: EnvSpec, config: PPOConfig, net: ActorCritic, seed: int) -> None:
         self.net = net
@@ -28,15 +34,18 @@ class PPOPolicy:
             self.high = spec.action_space.high.astype(np.float32)
 
     @torch.inference_mode()
-    def act(self, obs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        params = self.net.policy(map_tree(torch.from_numpy, obs))
+    def act(
+        self, obs: np.ndarray, rows: np.ndarray | None = None
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        device = module_device(self.net)
+        params = self.net.policy(map_tree(lambda x: torch.from_numpy(x).to(device), obs)).cpu()
         if self.discrete:
             actions = ops.categorical_sample(params, self.generator)
             log_prob = ops.categorical_log_prob(params, actions)
             chosen = actions.numpy()
             return chosen, {"log_prob": log_prob.numpy()}
-        actions = ops.gaussian_sample(params, self.net.log_std, self.generator)
-        log_prob = ops.gaussian_log_prob(params, self.net.log_std, actions)
+        actions = ops.gaussian_sample(params, self.net.log_std.cpu(), self.generator)
+        log_prob = ops.gaussian_log_prob(params, self.net.log_std.cpu(), actions)
         chosen = actions.numpy()
         # The env gets actions clipped to its bounds; the learner sees what the policy sampled.
         return np.clip(chosen, self.low, self.high), {

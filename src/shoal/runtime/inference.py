@@ -1,0 +1,208 @@
+"""The inference server of central inference (SEED RL, Espeholt et al. 2020).
+
+Env-only actors send a whole vector of observations per call; the server batches the calls of
+many actors into one forward pass of the agent's policy and hands each caller its own actions.
+It serves a batch as soon as `max_batch` observations are waiting, or when the oldest waiting
+call is `timeout_s` old, whatever is ready then: a slow or dead actor delays the others by at
+most the timeout, never stalls them.
+
+Each environment owns a fixed row (slot) of the policy's per-env state (recurrent state,
+previous action and reward, exploration rate): actor i's E envs are rows `[i E, (i + 1) E)`.
+A call carries what happened since the last one (rewards, which episodes ended, whether the
+actor (re)connected), and the serving thread applies it to those rows before acting, so the
+policy is only ever touched by one thread. Policies that support this take `rows` in `act`,
+`observe_rewards`, `episode_ended` and `set_actor_index` (see `shoal.agents.base.Policy`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from shoal.tree import leaves, map_tree
+
+
+class ServerStopped(Exception):
+    """Raised in callers waiting on a server that was stopped."""
+
+
+@dataclass
+class _Call:
+    rows: np.ndarray  # [n] int
+    obs: Any  # [n, ...]
+    rewards: np.ndarray | None  # [n] rewards of the step that led to `obs`, None on (re)connect
+    ended: np.ndarray  # [n] bool: these rows start a new episode at `obs`
+    arrived: float = field(default_factory=time.perf_counter)
+    done: threading.Event = field(default_factory=threading.Event)
+    result: tuple[np.ndarray, dict[str, np.ndarray], int] | None = None
+    error: BaseException | None = None
+
+    @property
+    def size(self) -> int:
+        return int(self.rows.shape[0])
+
+
+class ServeStats:
+    """Batch fill and latency since the last `report`, for metrics rows."""
+
+    def __init__(self, max_batch: int) -> None:
+        self.max_batch = max_batch
+        self.batches = self.observations = 0
+        self.latency_sum = self.compute_sum = 0.0
+        self.calls = 0
+        self._since = time.perf_counter()
+
+    def add(self, calls: list[_Call], started: float, finished: float) -> None:
+        self.batches += 1
+        self.observations += sum(call.size for call in calls)
+        self.compute_sum += finished - started
+        self.calls += len(calls)
+        self.latency_sum += sum(finished - call.arrived for call in calls)
+
+    def report(self) -> dict[str, float]:
+        now = time.perf_counter()
+        seconds, self._since = max(now - self._since, 1e-9), now
+        batches = max(self.batches, 1)
+        row = {
+            "inference_batch_fill": self.observations / batches / self.max_batch,
+            "inference_batch_size": self.observations / batches,
+            "inference_latency_ms": 1e3 * self.latency_sum / max(self.calls, 1),
+            "inference_compute_ms": 1e3 * self.compute_sum / batches,
+            "inference_batches_per_s": self.batches / seconds,
+        }
+        self.batches = self.observations = self.calls = 0
+        self.latency_sum = self.compute_sum = 0.0
+        return row
+
+
+class InferenceServer:
+    """Dynamic batching over one policy that keeps per-row state; thread-safe `infer`."""
+
+    def __init__(self, policy: Any, max_batch: int, timeout_s: float) -> None:
+        if max_batch < 1 or timeout_s < 0:
+            raise ValueError(f"need max_batch >= 1, timeout_s >= 0; got {max_batch}, {timeout_s}")
+        self.policy = policy
+        self.max_batch, self.timeout_s = max_batch, timeout_s
+        self.stats = ServeStats(max_batch)
+        self._waiting: list[_Call] = []
+        self._cv = threading.Condition()
+        self._policy_lock = threading.Lock()  # the serving thread, weight loads and `locked`
+        self._stopping = False
+        self._thread = threading.Thread(target=self._serve, name="shoal-inference", daemon=True)
+        self._thread.start()
+
+    @property
+    def version(self) -> int:
+        return int(self.policy.version)
+
+    def infer(
+        self,
+        rows: np.ndarray,
+        obs: Any,
+        rewards: np.ndarray | None = None,
+        ended: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, dict[str, np.ndarray], int]:
+        """Actions and extras for `obs` `[n, ...]` of `rows`, and the weights' version.
+
+        `rewards` are those of the step that led to `obs` (None when the caller just connected:
+        its rows start afresh); `ended` marks rows whose episode ended there.
+        """
+        rows = np.asarray(rows, np.int64)
+        n = rows.shape[0]
+        if any(leaf.shape[0] != n for leaf in leaves(obs)):
+            raise ValueError(f"infer got {n} rows but observations for a different count")
+        fresh = np.ones(n, bool) if rewards is None else np.zeros(n, bool)
+        ended = fresh if ended is None else np.asarray(ended, bool) | fresh
+        call = _Call(rows, obs, None if rewards is None else np.asarray(rewards), ended)
+        with self._cv:
+            if self._stopping:
+                raise ServerStopped
+            self._waiting.append(call)
+            self._cv.notify_all()
+        call.done.wait()
+        if call.error is not None:
+            raise call.error
+        assert call.result is not None
+        return call.result
+
+    def load_weights(self, weights: Any, version: int) -> None:
+        """New weights, taken between two batches."""
+        with self._policy_lock:
+            self.policy.load_weights(weights, version)
+
+    def locked(self) -> threading.Lock:
+        """Hold this to use the policy's network from another thread (e.g. for priorities)."""
+        return self._policy_lock
+
+    def stop(self) -> None:
+        """Fail every waiting and later call with `ServerStopped`; end the serving thread."""
+        with self._cv:
+            self._stopping = True
+            self._cv.notify_all()
+        self._thread.join(timeout=10)
+
+    def _take_batch(self) -> list[_Call] | None:
+        """Wait for a full batch or the oldest call's timeout; None once stopping."""
+        with self._cv:
+            while True:
+                if self._stopping:
+                    for call in self._waiting:
+                        call.error = ServerStopped()
+                        call.done.set()
+                    self._waiting.clear()
+                    return None
+                if self._waiting:
+                    waited = time.perf_counter() - self._waiting[0].arrived
+                    count = sum(call.size for call in self._waiting)
+                    if count >= self.max_batch or waited >= self.timeout_s:
+                        break
+                    self._cv.wait(self.timeout_s - waited)
+                else:
+                    self._cv.wait()
+            # Whole calls, oldest first, up to max_batch observations (at least one call).
+            taken, count = [], 0
+            while self._waiting and (not taken or count + self._waiting[0].size <= self.max_batch):
+                call = self._waiting.pop(0)
+                taken.append(call)
+                count += call.size
+            return taken
+
+    def _serve(self) -> None:
+        while (calls := self._take_batch()) is not None:
+            started = time.perf_counter()
+            try:
+                with self._policy_lock:
+                    results = self._act(calls)
+                    version = self.version
+            except BaseException as err:  # the callers see it, the server keeps serving
+                for call in calls:
+                    call.error = err
+                    call.done.set()
+                continue
+            self.stats.add(calls, started, time.perf_counter())
+            for call, (actions, extras) in zip(calls, results, strict=True):
+                call.result = (actions, extras, version)
+                call.done.set()
+
+    def _act(self, calls: list[_Call]) -> list[tuple[np.ndarray, dict[str, np.ndarray]]]:
+        policy = self.policy
+        rows = np.concatenate([call.rows for call in calls])
+        observe = getattr(policy, "observe_rewards", None)
+        episode_ended = getattr(policy, "episode_ended", None)  # stateless policies have none
+        for call in calls:
+            if call.rewards is not None and observe is not None:
+                observe(call.rewards, call.rows)
+            if episode_ended is not None:
+                episode_ended(call.ended, call.rows)
+        obs = map_tree(lambda *xs: np.concatenate(xs), *[call.obs for call in calls])
+        actions, extras = policy.act(obs, rows)
+        out, start = [], 0
+        for call in calls:
+            part = slice(start, start + call.size)
+            out.append((actions[part], {k: v[part] for k, v in extras.items()}))
+            start += call.size
+        return out
