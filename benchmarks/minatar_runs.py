@@ -20,12 +20,27 @@ from pathlib import Path
 TARGET = 20.0
 
 
-def launch(algo: str, env: str, seed: int, total_steps: int, runs_dir: Path) -> subprocess.Popen:
+def launch(
+    algo: str, env: str, seed: int, total_steps: int, runs_dir: Path, extra: list[str]
+) -> subprocess.Popen:
     # A seed's process: the algorithm's preset for `env`, with a 20-episode evaluation at the end.
     command = [sys.executable, "-m", "shoal", "train", algo, "--env", env, "--seed", str(seed)]
     command += ["--total-steps", str(total_steps), "--runs-dir", str(runs_dir)]
     command += ["--run-name", f"seed{seed}", "--progress", "false", "--eval-episodes", "20"]
-    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        command + extra, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+
+
+def updates_per_second(run_dir: Path) -> float | None:
+    """Learner gradient steps per second of wall time over the run (replay agents)."""
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    rows = [row for row in rows if "gradient_steps" in row]
+    if len(rows) < 2:
+        return None
+    first, last = rows[0], rows[-1]
+    seconds = max(last["time"] - first["time"], 1e-9)
+    return (last["gradient_steps"] - first["gradient_steps"]) / seconds
 
 
 def curve(run_dir: Path) -> list[tuple[int, float]]:
@@ -62,6 +77,7 @@ def run_seeds(
     total_steps: int,
     runs_dir: Path | None,
     target: float,
+    extra: list[str] | None = None,
 ) -> float:
     """Train `seeds` seeds of `algo` on `env`, print the curves; returns the end-of-run mean."""
     runs_dir = runs_dir or Path(tempfile.mkdtemp(prefix="shoal-minatar-"))
@@ -75,7 +91,7 @@ def run_seeds(
     while pending or running:
         while pending and len(running) < parallel:
             seed = pending.pop(0)
-            running[seed] = launch(algo, env, seed, total_steps, runs_dir)
+            running[seed] = launch(algo, env, seed, total_steps, runs_dir, extra or [])
         time.sleep(2)
         for seed, process in list(running.items()):
             if process.poll() is not None:
@@ -126,5 +142,8 @@ def run_seeds(
         value = sum(values) / len(values)
         verdict = "meets" if value >= target else "misses"
         print(f"{name}: {value:.1f} ({verdict} the target of {target:g})")
+    rates = [updates_per_second(runs_dir / f"seed{s}") for s in range(seeds)]
+    if all(rate is not None for rate in rates):
+        print("learner updates/s: " + ", ".join(f"{rate:.1f}" for rate in rates))
     print(f"wall time {time.time() - started:.0f} s")
     return sum(ends) / len(ends)

@@ -205,3 +205,21 @@ def test_central_inference_on_ray_survives_a_killed_env_actor(ray_cluster, quiet
     last = json.loads((result.run_dir / "metrics.jsonl").read_text().splitlines()[-1])
     assert last["actor_reconnects"] >= 1 and 0 < last["inference_batch_fill"] <= 1
     assert last["policy_lag"] == 0  # on-policy: every unroll acted by the current weights
+
+
+@pytest.mark.parametrize("inference", ["actor", "central"])
+def test_r2d2_solves_the_memory_task_on_ray(ray_cluster, quiet_run, inference):
+    run = _ray_run(
+        quiet_run,
+        inference=inference,
+        stop_at_return=0.9,
+        total_steps=150_000,
+        replay_shards=2,
+        eval_episodes=20,
+        log_interval=500,
+    )
+    result = shoal.train("r2d2", "shoal.envs.toy:repeat_first", seed=0, run=run)
+    assert result.stop_reason == "stop_at_return"
+    assert result.evaluation.mean_return >= 0.9
+    last = [json.loads(line) for line in (result.run_dir / "metrics.jsonl").open()][-1]
+    assert last["replay_size"] > 0 and last["gradient_steps"] > 0

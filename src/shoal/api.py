@@ -119,7 +119,12 @@ def train(
 
 
 class LoadedPolicy:
-    """A trained policy: `act(obs)` takes one observation or a batch and returns actions."""
+    """A trained policy: `act(obs)` takes one observation or a batch and returns actions.
+
+    Recurrent policies (LSTM IMPALA, R2D2) carry state between calls: after each env step,
+    call `step_result(reward, terminated | truncated)` (scalars for one env, arrays for a
+    batch) so that the next `act` sees the reward and ended episodes start afresh.
+    """
 
     def __init__(self, run_dir: Path, deterministic: bool = True) -> None:
         self.run_dir = Path(run_dir)
@@ -150,6 +155,15 @@ class LoadedPolicy:
         single = first.shape == first_box.shape
         actions = self.policy.act(map_tree(lambda x: x[None], batch) if single else batch)
         return actions[0] if single else actions
+
+    def step_result(self, reward: Any, ended: Any) -> None:
+        """Report what the last action led to: its reward(s) and which episodes ended."""
+        observe = getattr(self.policy, "observe_rewards", None)
+        episode_ended = getattr(self.policy, "episode_ended", None)
+        if observe is not None:
+            observe(np.atleast_1d(np.asarray(reward, np.float32)))
+        if episode_ended is not None:
+            episode_ended(np.atleast_1d(np.asarray(ended, bool)))
 
 
 def load(run_dir: str | Path, deterministic: bool = True) -> LoadedPolicy:

@@ -45,9 +45,13 @@ def evaluate_policy(
     started = width  # episodes begun; an env whose episode would exceed the count stops counting
     active = np.ones(width, bool)
     episode_ended = getattr(policy, "episode_ended", None)
+    # Policies that take the previous reward as an input (R2D2) hear each step's rewards.
+    observe_rewards = getattr(policy, "observe_rewards", None)
     try:
         while len(returns) < episodes:
             step = env.step(policy.act(obs))
+            if observe_rewards is not None:
+                observe_rewards(step.reward)
             if episode_ended is not None:  # recurrent policies reset their state per env
                 episode_ended(step.terminated | step.truncated)
             ended = np.nonzero(step.terminated | step.truncated)[0]

@@ -17,6 +17,13 @@ from shoal.config import param
 from shoal.nets.mlp import Activation
 
 
+def apex_epsilon(epsilon: float, alpha: float, index: int, count: int) -> float:
+    """Ape-X's exploration rate of actor `index` of `count`: `epsilon^(1 + alpha i / (N - 1))`
+    (Horgan et al. 2018, section 4; R2D2 uses it too, Kapturowski et al. 2019, section 2.3)."""
+    spread = index / (count - 1) if count > 1 else 0.0
+    return epsilon ** (1.0 + alpha * spread)
+
+
 @dataclass(frozen=True, kw_only=True)
 class DQNConfig:
     """DQN's settings. Steps are agent steps; the replay ratio is counted in transitions."""
@@ -101,7 +108,6 @@ class DQNConfig:
     def epsilon(self, actor_steps: int, actor_index: int, num_actors: int) -> float:
         """The exploration rate of actor `actor_index` of `num_actors` after `actor_steps`."""
         if self.exploration == "apex":
-            spread = actor_index / (num_actors - 1) if num_actors > 1 else 0.0
-            return self.apex_epsilon ** (1.0 + self.apex_alpha * spread)
+            return apex_epsilon(self.apex_epsilon, self.apex_alpha, actor_index, num_actors)
         fraction = min(1.0, actor_steps / self.epsilon_decay_steps)
         return self.epsilon_start + fraction * (self.epsilon_end - self.epsilon_start)

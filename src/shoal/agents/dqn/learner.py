@@ -1,12 +1,17 @@
 """DQN's learner: inserts actors' transitions into replay and takes gradient steps at a fixed
-replay ratio (samples per insert), with a periodic or Polyak target network."""
+replay ratio (samples per insert), with a periodic or Polyak target network.
+
+R2D2 (`shoal.agents.r2d2`) reuses `DQNLearner` with its own loss and a sequence replay: the
+learner only needs `loss(online, target, sample, config) -> LossResult` and a replay with
+`TransitionReplay`'s methods, whatever the sampled items are.
+"""
 
 from __future__ import annotations
 
 import copy
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -14,7 +19,7 @@ import torch
 
 from shoal.agents.base import NetworkLearner, Transitions
 from shoal.agents.dqn.config import DQNConfig
-from shoal.agents.dqn.loss import dqn_loss
+from shoal.agents.dqn.loss import LossResult, dqn_loss
 from shoal.agents.dqn.networks import QNet
 from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError
@@ -65,23 +70,36 @@ class ReplayRates:
         }
 
 
+Loss = Callable[[Any, Any, Mapping[str, np.ndarray], Any], LossResult]
+
+
 class DQNLearner(NetworkLearner):
     """Owns the online and target networks, the optimiser and (by default) the replay.
 
-    `update(transitions, progress)` inserts, then takes gradient steps while the transitions
-    sampled since learning started stay within `samples_per_insert` times those inserted since.
-    A `replay` object with the same methods as `TransitionReplay` (e.g. remote shards) can be
-    passed instead of the local one.
+    `update(items, progress)` inserts, then takes gradient steps while the items (transitions,
+    or R2D2's sequences) sampled since learning started stay within `samples_per_insert` times
+    those inserted since. A `replay` object with the same methods as `TransitionReplay` (e.g.
+    remote shards) can be passed instead of the one `replay_factory(spec, config)` builds.
+    `loss(online, target, sample, config)` gives the loss and the new priorities (`td_abs`).
+    The config needs DQNConfig's learning-rate, replay, target and priority fields.
     """
 
     def __init__(
-        self, spec: EnvSpec, config: DQNConfig, net: QNet, replay: Any | None = None
+        self,
+        spec: EnvSpec,
+        config: DQNConfig,
+        net: QNet,
+        replay: Any | None = None,
+        *,
+        loss: Loss = dqn_loss,
+        replay_factory: Callable[[EnvSpec, Any], Any] = make_replay,
     ) -> None:
         self.config = config
         self.net = net
+        self.loss = loss
         self.target = copy.deepcopy(net).requires_grad_(False)
         self.optimizer = Adam(net.parameters(), lr=config.learning_rate, eps=config.adam_eps)
-        self.replay = replay if replay is not None else make_replay(spec, config)
+        self.replay = replay if replay is not None else replay_factory(spec, config)
         self.rng = np.random.default_rng(int(torch.initial_seed()) % 2**32)
         self.version = 0
         self.gradient_steps = 0
@@ -126,7 +144,7 @@ class DQNLearner(NetworkLearner):
         config = self.config
         beta = config.priority_beta + progress * (config.priority_beta_end - config.priority_beta)
         sample = self.replay.sample(config.batch_size, beta, self.rng)
-        result = dqn_loss(self.net, self.target, sample, config)
+        result = self.loss(self.net, self.target, sample, config)
         self.optimizer.zero_grad()
         result.loss.backward()
         grad_norm = self.optimizer.clip_grad_norm(config.max_grad_norm or math.inf)

@@ -66,7 +66,7 @@ def td_errors(
 
 class LossResult(NamedTuple):
     loss: torch.Tensor  # scalar, differentiable
-    td_abs: torch.Tensor  # |δ| [B], detached: the new priorities
+    td_abs: torch.Tensor  # [B] detached, the new priorities: |δ| (R2D2: per sequence)
     metrics: dict[str, torch.Tensor]
 
 

@@ -1,0 +1,398 @@
+"""Sequence replay for recurrent agents: fixed-length, overlapping sequences with stored state.
+
+R2D2 (Kapturowski et al. 2019, section 2.3 and section 3) replays sequences of `L` steps
+instead of transitions. Adjacent sequences of one env overlap by `L - period` steps, may cross
+episode boundaries (the network resets its state at `first` steps, targets stop at `end`
+steps), and carry the recurrent state the actor had at their first step ("stored state",
+section 3), which the learner warms further by unrolling the first `burn_in` steps.
+
+A stored sequence holds, for steps `t = 0 .. L` (`L + 1` entries):
+
+    obs, first, prev_action, prev_reward            the network's inputs at step t
+
+and for the `L` steps `t = 0 .. L - 1`:
+
+    action, reward, terminated, end, acted          what happened at step t
+
+plus `core_h`, `core_c` `[H]`: the LSTM state before step 0 (zero when step 0 starts an episode).
+
+Decisions:
+- L + 1 observations. The last step's target bootstraps from `obs[L]`, so every step of a
+  sequence gets a target (the last n - 1 with fewer than n rewards), at the cost of one more
+  observation per sequence than its steps; the alternative, L observations, loses the last
+  step's target. `obs[L]` is the next sequence's entry `L - period`, so it is always known.
+- Truncation bootstraps from the true final observation. Where an episode is truncated at step
+  t (a time limit), the stream gets an extra entry after t holding the final observation, with
+  `acted=False` (no action was taken there; the learner trains no target on it), `end=True`,
+  and a zero stored state. Step t's target then reads `Q(obs[t + 1])`, the final observation,
+  with the LSTM state carried from t, exactly as for any other step. Entries are counted in
+  `period` and `L` like steps.
+- `prev_action` and `prev_reward` are zero where `first` is set (section 2.3: the LSTM takes
+  the previous action and reward; a new episode has none).
+- Stacked frames (Atari) can be stored once each (`frame_stack=k`, `shoal.replay.frames`):
+  `L + k` frames per sequence instead of `(L + 1) k`.
+
+`SequenceReplay` has the methods of `TransitionReplay` (`add`, `sample`, `update_priorities`,
+`__len__`, `priority_total`, `memory_bytes`), so replay shards and the replay-ratio learner
+take either. Priorities (`p = η max_t |δ_t| + (1 - η) mean_t |δ_t|`, section 2.3) are computed
+by the agent and fed to the same `PrioritizedSampler` as transitions.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from shoal.replay.frames import Padding, pack_stacks, unpack_stacks
+from shoal.replay.prioritized import PrioritizedSampler
+
+__all__ = ["SequenceAccumulator", "SequenceReplay", "sequence_fields"]
+
+Fields = dict[str, tuple[tuple[int, ...], np.dtype]]
+
+
+def sequence_fields(
+    obs_shape: tuple[int, ...],
+    obs_dtype: npt.DTypeLike,
+    length: int,
+    hidden_size: int,
+    action_dtype: npt.DTypeLike = np.int64,
+) -> Fields:
+    """The `{name: (shape, dtype)}` of one stored sequence of `length` steps (module docstring)."""
+    steps, inputs = (length,), (length + 1,)
+    fields: dict[str, tuple[tuple[int, ...], npt.DTypeLike]] = {
+        "obs": ((length + 1, *obs_shape), obs_dtype),
+        "first": (inputs, bool),
+        "prev_action": (inputs, action_dtype),
+        "prev_reward": (inputs, np.float32),
+        "action": (steps, action_dtype),
+        "reward": (steps, np.float32),
+        "terminated": (steps, bool),
+        "end": (steps, bool),
+        "acted": (steps, bool),
+        "core_h": ((hidden_size,), np.float32),
+        "core_c": ((hidden_size,), np.float32),
+    }
+    return {k: (tuple(int(d) for d in shape), np.dtype(dt)) for k, (shape, dt) in fields.items()}
+
+
+class SequenceReplay:
+    """A FIFO ring of `capacity` sequences with proportional prioritised (or uniform) sampling.
+
+    `fields` is `{name: (shape, dtype)}` per sequence (`sequence_fields` gives R2D2's); without
+    it, storage is laid out from the first `add`. Items carry insert ids (`row = id % capacity`)
+    so priorities sent back for a sequence that was overwritten since are dropped.
+
+    With `frame_stack=k > 1`, `obs [M, L + 1, k, ...]` are stacks of k frames that are stored
+    once each and rebuilt when sampled, with the env's `padding` at episode starts (which
+    needs the `first` field); `add` refuses observations that do not rebuild exactly.
+    """
+
+    def __init__(
+        self,
+        capacity: int,
+        fields: Mapping[str, tuple[tuple[int, ...], npt.DTypeLike]] | None = None,
+        *,
+        prioritized: bool = True,
+        alpha: float = 0.9,
+        eps: float = 1e-6,
+        frame_stack: int = 1,
+        padding: Padding = "reset",
+    ) -> None:
+        if capacity < 1 or frame_stack < 1 or padding not in ("reset", "zero"):
+            raise ValueError(
+                "SequenceReplay needs capacity >= 1, frame_stack >= 1 and padding 'reset' or "
+                f"'zero'; got {capacity}, {frame_stack}, {padding!r}."
+            )
+        self.capacity, self.prioritized = int(capacity), bool(prioritized)
+        self.frame_stack, self.padding = int(frame_stack), padding
+        self._sampler = PrioritizedSampler(self.capacity, alpha if prioritized else 0.0, eps)
+        self._ids = np.full(self.capacity, -1, np.int64)  # insert id held by each row
+        self._written = 0  # sequences ever added; the next one's id
+        self._store: dict[str, np.ndarray] = {}
+        self._shapes: dict[str, tuple[int, ...]] = {}  # per sequence, as added and sampled
+        self._lock = threading.Lock()
+        if fields is not None:
+            self._allocate(fields)
+
+    def _allocate(self, fields: Mapping[str, tuple[tuple[int, ...], npt.DTypeLike]]) -> None:
+        if "priority" in fields or "indices" in fields or "weights" in fields:
+            raise ValueError("'priority', 'indices' and 'weights' are reserved field names.")
+        self._shapes = {name: tuple(shape) for name, (shape, _) in fields.items()}
+        stored = dict(self._shapes)
+        if self.frame_stack > 1:
+            obs = self._shapes.get("obs", ())
+            if "first" not in fields or len(obs) < 2 or obs[1] != self.frame_stack:
+                raise ValueError(
+                    f"frame_stack={self.frame_stack} needs 'first' and 'obs' fields with obs "
+                    f"[L + 1, {self.frame_stack}, ...] per sequence; got obs {list(obs)}."
+                )
+            stored["obs"] = (obs[0] + self.frame_stack - 1, *obs[2:])
+        self._store = {
+            name: np.zeros((self.capacity, *stored[name]), dtype)
+            for name, (_, dtype) in fields.items()
+        }
+
+    def __len__(self) -> int:
+        """Sequences that can be sampled now."""
+        return min(self._written, self.capacity)
+
+    @property
+    def num_added(self) -> int:
+        return self._written
+
+    @property
+    def priority_total(self) -> float:
+        """Σ p^α over stored sequences (their count without prioritisation)."""
+        return float(self._sampler.total)
+
+    def memory_bytes(self) -> int:
+        """Bytes of numpy storage held: the sequences, their ids and the priority trees."""
+        return sum(a.nbytes for a in self._store.values()) + self._ids.nbytes + self._sampler.nbytes
+
+    def add(self, batch: Mapping[str, np.ndarray]) -> None:
+        """Add `M` sequences: each field `[M, *shape]`, optionally `priority [M]` (the actor's
+        initial priority; NaN or absent: the largest priority so far)."""
+        data = {k: np.asarray(v) for k, v in batch.items() if k != "priority"}
+        with self._lock:
+            if not self._store:
+                self._allocate({k: (v.shape[1:], v.dtype) for k, v in data.items()})
+            self._check(data)
+            m = len(next(iter(data.values())))
+            priority = batch.get("priority")
+            priority = None if priority is None else np.asarray(priority, np.float64)
+            if priority is not None and priority.shape != (m,):
+                raise ValueError(f"priority must have shape [M] = ({m},), got {priority.shape}.")
+            keep = slice(max(0, m - self.capacity), m)  # more than fit: the newest survive
+            data = {name: value[keep] for name, value in data.items()}
+            if self.frame_stack > 1:
+                data["obs"] = self._packed(data["obs"], data["first"])
+            ids = self._written + np.arange(m)[keep]
+            rows = ids % self.capacity
+            for name, store in self._store.items():
+                store[rows] = data[name]
+            self._ids[rows] = ids
+            self._sampler.insert(rows, None if priority is None else priority[keep])
+            self._written += m
+
+    def _check(self, data: Mapping[str, np.ndarray]) -> None:
+        if set(data) != set(self._store):
+            missing, unknown = set(self._store) - set(data), set(data) - set(self._store)
+            raise ValueError(
+                f"Sequences must have exactly the fields {sorted(self._store)}; missing "
+                f"{sorted(missing)}, unknown {sorted(unknown)}."
+            )
+        sizes = {len(v) for v in data.values()}
+        if len(sizes) != 1:
+            raise ValueError(f"Every field must hold the same number M of sequences; got {sizes}.")
+        for name, value in data.items():
+            expected = self._shapes[name]
+            if value.shape[1:] != expected:
+                raise ValueError(
+                    f"Field {name!r} must be [M, *{list(expected)}], got {list(value.shape)}."
+                )
+
+    def _packed(self, obs: np.ndarray, first: np.ndarray) -> np.ndarray:
+        frames = pack_stacks(obs)
+        if not np.array_equal(unpack_stacks(frames, first, self.frame_stack, self.padding), obs):
+            raise ValueError(
+                f"These stacked observations do not rebuild from single frames with "
+                f"padding={self.padding!r} (the first frame repeated at an episode start, or "
+                "zeros): each stack must be the previous one shifted by one frame within an "
+                "episode. Set `padding` to match the env's frame stack, or frame_stack=1."
+            )
+        return frames
+
+    def sample(
+        self, batch_size: int, beta: float, rng: np.random.Generator
+    ) -> dict[str, np.ndarray]:
+        """`batch_size` sequences: every field `[B, ...]`, `indices [B]` int64 (insert ids for
+        `update_priorities`) and importance `weights [B]` float32 (all 1 when uniform)."""
+        with self._lock:
+            if self._sampler.total <= 0.0:
+                raise ValueError(
+                    "Cannot sample: the replay holds no sequence yet. Wait until it has enough "
+                    "(min_replay_size)."
+                )
+            rows, weights = self._sampler.sample(batch_size, beta, rng)
+            out = {name: store[rows] for name, store in self._store.items()}
+            if self.frame_stack > 1:
+                out["obs"] = unpack_stacks(out["obs"], out["first"], self.frame_stack, self.padding)
+            out["indices"] = self._ids[rows].copy()
+            out["weights"] = weights
+            return out
+
+    def update_priorities(self, indices: np.ndarray, priorities: np.ndarray) -> None:
+        """Set priorities `[K]` of sampled `indices [K]`; ids overwritten since are ignored."""
+        ids = np.asarray(indices, dtype=np.int64)
+        pri = np.asarray(priorities, dtype=np.float64)
+        if ids.shape != pri.shape or ids.ndim != 1:
+            raise ValueError(f"indices {ids.shape} and priorities {pri.shape} must be [K] both.")
+        if not self.prioritized:
+            return
+        with self._lock:
+            rows = ids % self.capacity
+            live = (ids >= 0) & (self._ids[rows] == ids)
+            self._sampler.set_priorities(rows[live], pri[live])
+
+
+class SequenceAccumulator:
+    """Turns actors' `[T, E]` steps into overlapping sequences, one stream per env.
+
+    Each env's stream emits the sequence of entries `[s, s + L]` (module docstring) for
+    `s = 0, period, 2 period, ...` as soon as entry `s + L` has arrived, so adjacent sequences
+    overlap by `L - period` entries. Entries not yet part of an emitted sequence stay in the
+    stream's tail across calls (unrolls are usually shorter than sequences). A stream whose
+    episode is cut without an end (an actor that reconnected, so `first` follows a step that did
+    not end) drops its tail: no sequence mixes steps of an unfinished episode with the next.
+    """
+
+    def __init__(self, num_envs: int, length: int, period: int) -> None:
+        if num_envs < 1 or length < 1 or not 1 <= period <= length:
+            raise ValueError(
+                f"need num_envs >= 1, length >= 1 and 1 <= period <= length; got {num_envs}, "
+                f"{length}, {period}."
+            )
+        self.num_envs, self.length, self.period = int(num_envs), int(length), int(period)
+        self._tails: list[dict[str, np.ndarray] | None] = [None] * num_envs
+        self._last: list[tuple[np.ndarray, float, bool] | None] = [None] * num_envs
+
+    def extend(
+        self,
+        obs: np.ndarray,
+        action: np.ndarray,
+        reward: np.ndarray,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+        first: np.ndarray,
+        core_h: np.ndarray,
+        core_c: np.ndarray,
+        final_obs: np.ndarray | None = None,
+        final_index: np.ndarray | None = None,
+    ) -> dict[str, np.ndarray]:
+        """Record `T` steps of the E envs; return the sequences they complete, `[M, ...]`.
+
+        Args:
+            obs: `[T, E, ...]` observations acted on (not the one after the last step: it comes
+                as the next call's `obs[0]`).
+            action: `[T, E]`; reward, terminated, truncated: `[T, E]`.
+            first: `[T, E]` bool, `obs[t]` starts an episode (the policy's `first` extra).
+            core_h, core_c: `[T, E, H]`, the LSTM state step t started from.
+            final_obs, final_index: `[K, ...]` and `[K, 2]` `(t, env)`: the last observation of
+                each episode truncated (and not terminated) at step t, as in `Unroll`.
+
+        Returns:
+            `sequence_fields(...)` arrays with a leading `M >= 0`.
+        """
+        obs, action = np.asarray(obs), np.asarray(action)
+        steps, width = np.shape(reward)
+        if width != self.num_envs or obs.shape[:2] != (steps, width):
+            raise ValueError(
+                f"expected [T, E] = [{steps}, {self.num_envs}] steps, got obs {obs.shape} and "
+                f"reward {np.shape(reward)}."
+            )
+        finals: dict[tuple[int, int], np.ndarray] = {}
+        if final_index is not None and final_obs is not None:
+            for k, (t, b) in enumerate(np.asarray(final_index).reshape(-1, 2)):
+                finals[int(t), int(b)] = final_obs[k]
+        hidden = np.shape(core_h)[-1]
+        fields = sequence_fields(obs.shape[2:], obs.dtype, self.length, hidden, action.dtype)
+        out: dict[str, list[np.ndarray]] = {name: [] for name in fields}
+        per_step = (obs, action, reward, terminated, truncated, first, core_h, core_c)
+        for b in range(width):
+            column = self._column(b, *(np.asarray(x)[:, b] for x in per_step), finals)
+            for sequence in self._emit(b, column):
+                for name, value in sequence.items():
+                    out[name].append(value)
+        return {
+            name: np.stack(out[name]) if out[name] else np.zeros((0, *shape), dtype)
+            for name, (shape, dtype) in fields.items()
+        }
+
+    def _column(
+        self,
+        b: int,
+        obs: np.ndarray,
+        action: np.ndarray,
+        reward: np.ndarray,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+        first: np.ndarray,
+        core_h: np.ndarray,
+        core_c: np.ndarray,
+        finals: Mapping[tuple[int, int], np.ndarray],
+    ) -> dict[str, np.ndarray]:
+        """One env's `T` steps as stream entries, a final-observation entry after truncations."""
+        terminated, first = np.asarray(terminated, bool), np.asarray(first, bool)
+        cut = np.asarray(truncated, bool) & ~terminated
+        pos = np.arange(len(first)) + np.cumsum(cut) - cut  # entry of each step
+        extra = pos[cut] + 1  # entries holding a truncated episode's final observation
+        size = len(first) + len(extra)
+
+        def spread(values: np.ndarray, fill: float | bool) -> np.ndarray:
+            entries = np.full((size, *values.shape[1:]), fill, values.dtype)
+            entries[pos] = values
+            return entries
+
+        entries = {
+            "obs": spread(obs, 0),
+            "first": spread(first, False),
+            "action": spread(np.asarray(action), 0),
+            "reward": spread(np.asarray(reward, np.float32), 0.0),
+            "terminated": spread(terminated, False),
+            "end": spread(terminated | cut, True),
+            "acted": spread(np.ones(len(first), bool), False),
+            "core_h": spread(np.asarray(core_h, np.float32), 0.0),
+            "core_c": spread(np.asarray(core_c, np.float32), 0.0),
+        }
+        for t in np.flatnonzero(cut):
+            if (int(t), b) not in finals:
+                raise ValueError(
+                    f"Env {b} was truncated at step {t} but final_obs has no entry for it; pass "
+                    "the last observation of each truncated episode (Unroll.final_obs)."
+                )
+            entries["obs"][pos[t] + 1] = finals[int(t), b]
+        # The network's inputs at each entry: the previous entry's action and reward.
+        last = self._last[b]
+        prev_action = np.concatenate([[0 if last is None else last[0]], entries["action"][:-1]])
+        prev_reward = np.concatenate([[0.0 if last is None else last[1]], entries["reward"][:-1]])
+        entries["prev_action"] = np.where(entries["first"], 0, prev_action).astype(action.dtype)
+        entries["prev_reward"] = np.where(entries["first"], 0.0, prev_reward).astype(np.float32)
+        return entries
+
+    def _emit(self, b: int, column: dict[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
+        """Append `column` to stream b's tail and cut the sequences it completes."""
+        # An episode start after a step that did not end the episode: the episode was cut.
+        ended_before = np.concatenate(
+            [[True if self._last[b] is None else self._last[b][2]], column["end"][:-1]]
+        )
+        cuts = np.flatnonzero(column["first"] & ~ended_before)
+        self._last[b] = (column["action"][-1], float(column["reward"][-1]), bool(column["end"][-1]))
+        sequences = []
+        for start, stop in zip(np.r_[0, cuts], np.r_[cuts, len(column["first"])], strict=True):
+            if start == stop:
+                continue
+            if start in cuts:
+                self._tails[b] = None
+            piece = {k: v[start:stop] for k, v in column.items()}
+            tail = self._tails[b]
+            stream = (
+                piece if tail is None else {k: np.concatenate([tail[k], piece[k]]) for k in piece}
+            )
+            s, length = 0, self.length
+            while len(stream["first"]) - s >= length + 1:
+                sequences.append(self._sequence(stream, s))
+                s += self.period
+            self._tails[b] = {k: v[s:] for k, v in stream.items()}
+        return sequences
+
+    def _sequence(self, stream: Mapping[str, np.ndarray], s: int) -> dict[str, np.ndarray]:
+        inputs, steps = slice(s, s + self.length + 1), slice(s, s + self.length)
+        # Views: `extend` stacks them into new arrays.
+        out = {k: stream[k][inputs] for k in ("obs", "first", "prev_action", "prev_reward")}
+        out |= {k: stream[k][steps] for k in ("action", "reward", "terminated", "end", "acted")}
+        out["core_h"], out["core_c"] = stream["core_h"][s], stream["core_c"][s]
+        return out
