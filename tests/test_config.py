@@ -83,3 +83,19 @@ def test_yaml_errors_are_config_errors(tmp_path):
     scalar.write_text("3\n")
     with pytest.raises(ConfigError, match="mapping"):
         load_yaml(scalar)
+
+
+def test_every_preset_builds_a_valid_config():
+    from shoal import catalog
+    from shoal import config as configs
+    from shoal.runtime.config import RunConfig
+
+    checked = 0
+    for algo in catalog.AGENTS:
+        agent = catalog.get_agent(algo)
+        for preset in catalog.presets(algo).values():
+            run = configs.build(RunConfig, preset.get("run", {}), "run")
+            settings = configs.build(agent.config_cls, preset.get("agent", {}), "agent")
+            agent.validate(settings, run.num_envs)  # raises ValueError on a bad preset
+            checked += 1
+    assert checked >= 20
