@@ -107,11 +107,8 @@ def run_seeds(
                 )
 
     curves = [curve(runs_dir / f"seed{seed}") for seed in range(seeds)]
-    marks = [
-        m
-        for m in (500_000, 1_000_000, 2_000_000, 3_000_000, 4_000_000, 5_000_000)
-        if m <= total_steps
-    ] or [total_steps]
+    checkpoints = (100_000, 250_000, 500_000, 1_000_000, 2_000_000, 3_000_000, 4_000_000)
+    marks = [m for m in (*checkpoints, 5_000_000) if m < total_steps] + [total_steps]
     print(
         f"\n{'frames':>10}"
         + "".join(f"{'seed ' + str(s):>10}" for s in range(seeds))
