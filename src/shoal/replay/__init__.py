@@ -15,7 +15,8 @@ from shoal.replay.buffer import TransitionReplay
 from shoal.replay.nstep import NStepAccumulator
 from shoal.replay.prioritized import LinearSchedule, PrioritizedSampler
 from shoal.replay.rate_limiter import RateLimiter
-from shoal.replay.sequence import SequenceAccumulator, SequenceReplay, sequence_fields
+from shoal.replay.sequence import SequenceReplay, sequence_fields
+from shoal.replay.sequence_accumulator import SequenceAccumulator
 from shoal.replay.sum_tree import MinTree, SumTree
 
 __all__ = [

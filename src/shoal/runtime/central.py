@@ -90,7 +90,6 @@ class _Actor:
         self.spec, self.length = spec, length
         self.preparer = preparer  # a policy of this actor whose `prepare` runs here (replay)
         self.lock = threading.Lock()  # one call of this actor at a time
-        self.session = -1
         self.gated_version = -1  # on-policy: acts again once the version is newer than this
         self.reset(-1)
         self.env_seconds = 0.0

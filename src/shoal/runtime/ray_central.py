@@ -59,7 +59,7 @@ class CentralLearning:
     def step(self, message: EnvStep) -> Any:
         return self.hub.step(message)
 
-    def update(self, batch: int, progress: float) -> tuple[dict, int, float, tuple] | None:
+    def update(self, batch: int, progress: float) -> tuple[dict, float, tuple] | None:
         """Update once `batch` unrolls arrived; None if they did not within the timeout."""
         while len(self._pending) < batch:
             item = self.hub.take(TAKE_TIMEOUT_S)
@@ -75,7 +75,7 @@ class CentralLearning:
         returns = [r for _, rs, _ in taken for r in rs]
         lengths = [n for _, _, ns in taken for n in ns]
         stats = (sum(env_steps(u) for u in unrolls), returns, lengths)
-        return metrics, self.learner.version, float(lag), stats
+        return metrics, float(lag), stats
 
     def _to_replay(self, item: Any) -> Any:
         """Replay agents with shards: insert here, hand the learner the receipt."""
@@ -103,7 +103,7 @@ def run_central_loop(ray: Any, driver: Driver, learner: Any, actors: list) -> No
     while not driver.should_stop():
         done = ray.get(learner.central_update.remote(batch, driver.counter.progress()))
         if done is not None:
-            metrics, _, lag, (steps, returns, lengths) = done
+            metrics, lag, (steps, returns, lengths) = done
             driver.add_experience(steps, returns, lengths)
             driver.after_update(metrics, lag, lambda: ray.get(learner.state_dict.remote()))
         finished, _ = ray.wait(list(loops), num_returns=len(loops), timeout=0)
