@@ -27,6 +27,14 @@ from shoal.optim import Adam
 from shoal.replay import TransitionReplay
 
 
+def stored_frame_stack(spec: EnvSpec) -> int:
+    """How many stacked frames an observation holds that replay can store once each (Atari: 4
+    uint8 frames of one image per agent step), else 1."""
+    shape = spec.obs_shape
+    stacked = spec.frames_per_step > 1 and spec.obs_dtype == np.uint8 and len(shape) == 3
+    return shape[0] if stacked else 1
+
+
 def make_replay(spec: EnvSpec, config: DQNConfig, shards: int = 1) -> TransitionReplay:
     """One of `shards` replays for `spec`'s observations, holding `replay_capacity / shards`
     transitions; stacked Atari frames are stored once each."""
@@ -35,14 +43,11 @@ def make_replay(spec: EnvSpec, config: DQNConfig, shards: int = 1) -> Transition
             f"DQN's replay stores Box observations; {spec.env_id} has Dict observations. Use "
             "PPO or IMPALA, or flatten the observation in your env factory."
         )
-    shape = spec.obs_shape
-    # Stacked frames (Atari: 4 uint8 frames of one image per agent step) share rows in replay.
-    stacked = spec.frames_per_step > 1 and spec.obs_dtype == np.uint8 and len(shape) == 3
     return TransitionReplay(
         max(2, -(-config.replay_capacity // shards)),
-        shape,
+        spec.obs_shape,
         spec.obs_dtype,
-        frame_stack=shape[0] if stacked else 1,
+        frame_stack=stored_frame_stack(spec),
         prioritized=config.prioritized,
         alpha=config.priority_alpha,
         eps=config.priority_eps,

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from shoal.agents.dqn.learner import DQNLearner
+from shoal.agents.dqn.learner import DQNLearner, stored_frame_stack
 from shoal.agents.r2d2.config import R2D2Config
 from shoal.agents.r2d2.loss import r2d2_loss
 from shoal.agents.r2d2.networks import R2D2Net
@@ -29,17 +27,16 @@ def make_replay(spec: EnvSpec, config: R2D2Config, shards: int = 1) -> SequenceR
             f"R2D2's replay stores Box observations; {spec.env_id} has Dict observations. "
             "Flatten the observation in your env factory, or use IMPALA with an LSTM."
         )
-    shape = spec.obs_shape
-    fields = sequence_fields(shape, spec.obs_dtype, config.sequence_length, config.lstm_size)
-    # Stacked frames (Atari: 4 uint8 frames of one image per agent step) are stored once each.
-    stacked = spec.frames_per_step > 1 and spec.obs_dtype == np.uint8 and len(shape) == 3
+    fields = sequence_fields(
+        spec.obs_shape, spec.obs_dtype, config.sequence_length, config.lstm_size
+    )
     return SequenceReplay(
         max(1, -(-config.replay_capacity // shards)),
         fields,
         prioritized=config.prioritized,
         alpha=config.priority_alpha,
         eps=config.priority_eps,
-        frame_stack=shape[0] if stacked else 1,
+        frame_stack=stored_frame_stack(spec),
     )
 
 
