@@ -372,7 +372,10 @@ def test_r2d2_learns_the_memory_task_with_central_inference(quiet_run):
     # next to the learner.
     run = {**quiet_run, "inference": "central", "actors": 2, "num_envs": 4}
     run |= {"return_window": 100, "eval_episodes": 20, "stop_at_return": 0.9, "total_steps": 30_000}
-    result = shoal.train("r2d2", MEMORY_TASK, seed=0, run=run)
+    # A smaller step than the default 1e-3: with it, a policy that just reached the target
+    # after ~20 updates was flipped by the last update about once in 30 runs (threads make
+    # central runs non-deterministic); at 5e-4 it passed 20 of 20 beside a busy process.
+    result = shoal.train("r2d2", MEMORY_TASK, seed=0, run=run, agent={"learning_rate": 5e-4})
     assert result.stop_reason == "stop_at_return" and result.evaluation.mean_return >= 0.9
 
 
