@@ -116,3 +116,36 @@ def test_sigkilled_run_resumes_from_its_last_checkpoint(tmp_path):
     for path in list_checkpoints(run_dir / "checkpoints"):
         load_checkpoint(path)  # every checkpoint left is complete
     assert not [p for p in os.listdir(run_dir / "checkpoints") if p.endswith(".tmp")]
+
+
+def test_resume_eval_and_load_rebuild_the_env_settings_the_run_was_saved_with(
+    quiet_run, monkeypatch
+):
+    from shoal import api, experiment
+    from shoal.envs.config import EnvConfig
+    from shoal.runtime import inline
+
+    saved = {"vector": "subprocess", "num_workers": 1, "noop_max": 7, "sticky_actions": True}
+    run = {**quiet_run, "eval_episodes": 0, "checkpoint_interval": 256}
+    first = shoal.train("ppo", "CartPole-v1", total_steps=256, run=run, env_config=saved)
+    expected = EnvConfig(**saved)
+    assert experiment.read_run_dir(first.run_dir).env_config == expected
+
+    built = []
+    real_run_inline, real_resolve_env = inline.run_inline, api.resolve_env
+
+    def recording_run_inline(program, resume=None):
+        built.append(("resume", program.env_config, program.env_source))
+        return real_run_inline(program, resume)
+
+    def recording_resolve_env(env_id, config=None):
+        built.append(("eval", config, None))
+        return real_resolve_env(env_id, config)
+
+    monkeypatch.setattr(api, "run_inline", recording_run_inline)
+    monkeypatch.setattr(api, "resolve_env", recording_resolve_env)
+    shoal.train(resume=first.run_dir, run={"total_steps": 512})
+    shoal.evaluate(first.run_dir, episodes=1)
+    assert [kind for kind, _, _ in built] == ["resume", "eval"]
+    assert all(config == expected for _, config, _ in built)
+    assert shoal.load(first.run_dir).env_config == expected

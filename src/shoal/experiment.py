@@ -147,15 +147,16 @@ def read_run_dir(run_dir: str | Path, run_overrides: dict[str, Any] | None = Non
             "Pass a directory created by `shoal train`, e.g. runs/ppo-CartPole-v1-20260101-120000."
         )
     data = config.load_yaml(path)
-    resolved = resolve(
+    return resolve(
         data.get("algo"),
         data.get("env"),
         data.get("seed"),
         None,
         data.get("agent", {}),
         {**data.get("run", {}), **(run_overrides or {})},
+        # Runs saved before env settings were stored have none: they ran with the defaults.
+        data.get("env_config", {}),
     )
-    return resolved
 
 
 def program(resolved: Resolved, run_dir: Path, spec: EnvSpec) -> Program:
