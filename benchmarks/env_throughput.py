@@ -21,31 +21,28 @@ import time
 import numpy as np
 import torch
 
+from shoal.agents.base import Policy, PolicyStep
 from shoal.envs.config import EnvConfig
 from shoal.envs.registry import env_spec, make_vector_env, resolve_env
 from shoal.envs.spec import EnvSpec
 from shoal.runtime.collector import UnrollCollector
+from shoal.runtime.rows import Acting
 
 UNROLL = 32
 
 
-class ReplayPolicy:
+class ReplayPolicy(Policy):
     """Returns pre-drawn random actions: measures the actor loop, not a network."""
-
-    version = 0
-    acts_per_env = True  # lets the double-buffered envpool loop act on half the envs at a time
 
     def __init__(self, spec: EnvSpec, num_envs: int) -> None:
         rng = np.random.default_rng(0)
+        self.spec = spec
         self.actions = rng.integers(0, spec.num_actions, (1024, num_envs))
         self.t = 0
 
-    def act(self, obs):
+    def step(self, obs, state, inputs, mode):
         self.t = (self.t + 1) % len(self.actions)
-        return self.actions[self.t][: len(obs)], {}
-
-    def load_weights(self, weights, version):
-        pass
+        return PolicyStep(self.actions[self.t][: len(obs)])
 
 
 class MLPPolicy(ReplayPolicy):
@@ -62,8 +59,8 @@ class MLPPolicy(ReplayPolicy):
         )
 
     @torch.inference_mode()
-    def act(self, obs):
-        return self.net(torch.from_numpy(obs).float()).argmax(-1).numpy(), {}
+    def step(self, obs, state, inputs, mode):
+        return PolicyStep(self.net(torch.from_numpy(obs).float()).argmax(-1).numpy())
 
 
 def _timed(step, seconds: float) -> float:
@@ -87,7 +84,7 @@ def raw_vector(vector, seconds: float) -> float:
 
 
 def actor_loop(vector, policy, seconds: float) -> float:
-    collector = UnrollCollector(vector, policy, UNROLL)
+    collector = UnrollCollector(vector, Acting(policy, policy.spec), UNROLL)
     return vector.num_envs * UNROLL * _timed(collector.collect, seconds)
 
 

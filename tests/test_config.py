@@ -89,6 +89,7 @@ def test_every_preset_builds_a_valid_config():
     from shoal import catalog
     from shoal import config as configs
     from shoal.runtime.config import RunConfig
+    from shoal.runtime.program import run_layout
 
     checked = 0
     for algo in catalog.AGENTS:
@@ -96,6 +97,6 @@ def test_every_preset_builds_a_valid_config():
         for preset in catalog.presets(algo).values():
             run = configs.build(RunConfig, preset.get("run", {}), "run")
             settings = configs.build(agent.config_cls, preset.get("agent", {}), "agent")
-            agent.validate(settings, run.num_envs)  # raises ValueError on a bad preset
+            agent.validate(settings, run_layout(run))  # raises ValueError on a bad preset
             checked += 1
     assert checked >= 20

@@ -9,15 +9,16 @@ import pytest
 import torch
 
 import shoal
-from shoal.agents.base import Transitions, Unroll
-from shoal.agents.dqn import DQNConfig
+from shoal.agents.dqn import AGENT, DQNConfig
 from shoal.agents.dqn.actor import DQNPolicy
 from shoal.agents.dqn.learner import DQNLearner
 from shoal.agents.dqn.loss import td_errors
 from shoal.agents.dqn.networks import QNet, make_networks
+from shoal.data import Layout, NStepAdder, Unroll
 from shoal.envs.config import EnvConfig
 from shoal.envs.registry import env_spec
 from shoal.errors import ShoalError
+from shoal.runtime.learning import LearnerLoop
 
 
 @pytest.fixture
@@ -94,14 +95,21 @@ def _unroll(rewards, terminated, obs_values, final_obs=None, final_index=None):
     )
 
 
-def test_prepare_sends_each_step_once_as_an_n_step_transition_across_unrolls(spec):
+def _adder(spec, config, net):
+    """Actor 0's adder, as DQN's data path makes it for the policy acting with `net`."""
+    policy = DQNPolicy(spec, config, net, seed=0)
+    return AGENT.make_data_path(spec, config, Layout()).make_adder(policy, 0)
+
+
+def test_adder_sends_each_step_once_as_an_n_step_transition_across_unrolls(spec):
     config = DQNConfig(n_step=3, gamma=0.5, prioritized=False)
-    policy = DQNPolicy(spec, config, make_networks(spec, config), seed=0)
-    first = policy.prepare(_unroll([1, 1, 1, 1], [False] * 4, [0, 1, 2, 3, 4]))
+    adder = _adder(spec, config, make_networks(spec, config))
+    assert isinstance(adder, NStepAdder) and adder.priorities is None
+    first = adder.add(_unroll([1, 1, 1, 1], [False] * 4, [0, 1, 2, 3, 4]))
     # Steps 0 and 1 have their 3 rewards; steps 2 and 3 wait for the next unroll.
-    assert first.env_steps == 4 and len(first.data["reward"]) == 2
-    second = policy.prepare(_unroll([1, 1], [False, True], [4, 5, 6]))
-    data = {k: np.concatenate([first.data[k], second.data[k]]) for k in first.data}
+    assert len(first["reward"]) == 2
+    second = adder.add(_unroll([1, 1], [False, True], [4, 5, 6]))
+    data = {k: np.concatenate([first[k], second[k]]) for k in first}
     # Every step 0..5 once, in order; the episode end flushes the last ones with shorter m.
     assert data["obs"][:, 0].tolist() == [0, 1, 2, 3, 4, 5]
     assert data["steps"].tolist() == [3, 3, 3, 3, 2, 1]
@@ -114,10 +122,11 @@ def test_prepare_sends_each_step_once_as_an_n_step_transition_across_unrolls(spe
 def test_actor_priorities_are_the_absolute_td_errors(spec):
     config = DQNConfig(n_step=1, gamma=0.9)
     net = make_networks(spec, config)
-    policy = DQNPolicy(spec, config, net, seed=0)
-    out = policy.prepare(_unroll([1.0, 0.0, 2.0], [False, False, True], [0, 1, 2, 3]))
-    expected = td_errors(net, net, out.data, config).abs() + config.priority_eps
-    assert out.data["priority"] == pytest.approx(expected.numpy(), rel=1e-5)
+    out = _adder(spec, config, net).add(
+        _unroll([1.0, 0.0, 2.0], [False, False, True], [0, 1, 2, 3])
+    )
+    expected = td_errors(net, net, out, config).abs() + config.priority_eps
+    assert out["priority"] == pytest.approx(expected.numpy(), rel=1e-5)
 
 
 def _transitions(spec, count, rng):
@@ -133,23 +142,36 @@ def _transitions(spec, count, rng):
         "stream": np.zeros(count, np.int64),
     }
     data["first"][0] = True
-    return Transitions(data, count)
+    return data
+
+
+def _learn(learner, config, spec, inserts):
+    """Insert each of `inserts` transition counts, learning in turn as far as the table lets."""
+    table = AGENT.make_data_path(spec, config, Layout()).make_table(1, 0)
+    loop, rng = LearnerLoop(learner, table), np.random.default_rng(0)
+    for count in inserts:
+        table.insert(_transitions(spec, count, rng), 0, block=False)
+        while table.can_sample():
+            loop.try_update(0.0)
+    return table
 
 
 def test_learner_waits_for_min_size_then_keeps_the_replay_ratio(spec):
     config = DQNConfig(min_replay_size=100, batch_size=10, samples_per_insert=4.0)
     learner = DQNLearner(spec, config, make_networks(spec, config))
-    rng = np.random.default_rng(0)
-    metrics = learner.update(_transitions(spec, 60, rng), 0.0)
-    assert learner.gradient_steps == 0 and metrics["replay_size"] < 100
-    learner.update(_transitions(spec, 60, rng), 0.0)
-    learner.update(_transitions(spec, 50, rng), 0.0)
-    learner.update(_transitions(spec, 50, rng), 0.0)
-    # Inserts since learning started: the batch that crossed 100 (at most 60) and the two
-    # after it; sampled = 10 * steps <= 4 * inserted, within one batch of it.
-    inserted = learner._learning_inserts
-    assert learner.rates.sampled <= 4 * inserted < learner.rates.sampled + 10
-    assert learner.gradient_steps == learner.rates.sampled // 10 > 0
+    table = _learn(learner, config, spec, [60])
+    assert learner.gradient_steps == 0 and table.stats()["replay_size"] < 100
+    table = _learn(
+        learner := DQNLearner(spec, config, make_networks(spec, config)),
+        config,
+        spec,
+        [60, 60, 50, 50],
+    )
+    # Inserts since learning started: those past the first 100 (the ratio line of the rate
+    # limiter starts there); sampled = 10 * steps <= 4 * inserted, within one batch of it.
+    inserted, sampled = table.limiter.inserts - 100, table.limiter.samples
+    assert sampled <= 4 * inserted < sampled + 10
+    assert learner.gradient_steps == sampled // 10 > 0
 
 
 def test_polyak_target_moves_by_tau_and_periodic_copies(spec):
@@ -158,7 +180,7 @@ def test_polyak_target_moves_by_tau_and_periodic_copies(spec):
         config = DQNConfig(**{**config.__dict__, "target_update_period": period})
         learner = DQNLearner(spec, config, make_networks(spec, config))
         before = [p.clone() for p in learner.target.parameters()]
-        learner.update(_transitions(spec, 30, np.random.default_rng(0)), 0.0)
+        _learn(learner, config, spec, [30])
         assert learner.gradient_steps >= 1
         if tau == 1.0:
             pairs = zip(learner.target.parameters(), learner.net.parameters(), strict=True)

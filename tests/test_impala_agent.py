@@ -18,49 +18,23 @@ from shoal.envs.registry import env_spec, make_env_factory
 from shoal.envs.toy import Countdown
 from shoal.errors import ConfigError
 from shoal.runtime.collector import UnrollCollector
+from shoal.runtime.rows import Acting
 
 SPEC = EnvSpec.from_env("countdown", Countdown())
 # Env 0 is truncated after 3 steps, env 1 terminated after 4: both kinds of end in one unroll.
 FACTORIES = [lambda: Countdown(length=3), lambda: Countdown(length=9, terminate_at=4)]
 
 
-class TellsPolicy:
-    """A vector env that reports episode ends to a recurrent policy after every step.
+class Forgetful(Acting):
+    """Acting rows that are never told which episodes ended, as a loop that did not report
+    `terminated | truncated` would leave them."""
 
-    This is the small loop the brief asks for: whatever the collector does, the policy hears
-    `terminated | truncated` from the env itself (hearing it twice changes nothing).
-    """
-
-    def __init__(self, env: InProcessVectorEnv, policy) -> None:
-        self.env, self.policy = env, policy
-        self.num_envs, self.spec = env.num_envs, env.spec
-        self.ends: list[np.ndarray] = []
-
-    def reset(self):
-        return self.env.reset()
-
-    def step(self, actions):
-        step = self.env.step(actions)
-        self.ends.append(step.terminated | step.truncated)
-        self.policy.episode_ended(step.terminated | step.truncated)
-        return step
-
-    def close(self) -> None:
-        self.env.close()
-
-
-class Forgetful:
-    """A policy wrapper without `episode_ended`, as if the loop never reported episode ends."""
-
-    def __init__(self, policy) -> None:
-        self.policy, self.version = policy, 0
-
-    def act(self, obs):
-        return self.policy.act(obs)
+    def observe(self, rewards, ended, rows=None):
+        super().observe(rewards, np.zeros_like(ended), rows)
 
 
 def setup(length: int = 7, factories=FACTORIES, sharpen: bool = True, **config):
-    """Network, policy and a collector (reporting episode ends) on Countdown envs."""
+    """Network, policy and a collector on Countdown envs (the runtime reports episode ends)."""
     torch.manual_seed(0)
     config = IMPALAConfig(unroll_length=length, **config)
     net = AGENT.make_networks(SPEC, config)
@@ -69,8 +43,8 @@ def setup(length: int = 7, factories=FACTORIES, sharpen: bool = True, **config):
         with torch.no_grad():
             net.policy_head.linear.weight.mul_(300.0)
     policy = AGENT.make_policy(SPEC, config, net, 0)
-    env = TellsPolicy(InProcessVectorEnv(factories, SPEC, seed=0), policy)
-    return config, net, policy, env, UnrollCollector(env, policy, length)
+    env = InProcessVectorEnv(factories, SPEC, seed=0)
+    return config, net, policy, env, UnrollCollector(env, Acting(policy, SPEC), length)
 
 
 # ---- config and networks ----
@@ -151,22 +125,22 @@ def test_lstm_policy_records_the_state_it_used_at_each_step():
 def test_episode_ended_zeroes_the_state_of_that_env_only():
     config = IMPALAConfig(use_lstm=True, lstm_size=8)
     net = AGENT.make_networks(SPEC, config)
-    policy = AGENT.make_policy(SPEC, config, net, 0)
+    acting = Acting(AGENT.make_policy(SPEC, config, net, 0), SPEC)
     obs = np.array([[1.0], [2.0], [3.0]], np.float32)
-    _, extras = policy.act(obs)
+    _, _, extras = acting.act(obs)
     assert extras["first"].all() and not extras["core_h"].any()
-    _, extras = policy.act(obs)
+    _, _, extras = acting.act(obs)
     carried = extras["core_h"].copy()
     assert not extras["first"].any() and (np.abs(carried) > 0).all(axis=1).all()
-    _, after_step = policy.act(obs)
-    policy.episode_ended(np.array([False, True, False]))
-    _, extras = policy.act(obs)
+    _, _, after_step = acting.act(obs)
+    acting.observe(np.zeros(3), np.array([False, True, False]))
+    _, _, extras = acting.act(obs)
     np.testing.assert_array_equal(extras["first"], [False, True, False])
     assert not extras["core_h"][1].any() and not extras["core_c"][1].any()
     # The other envs carry on from their state: the one after the previous step, not zero.
     assert (np.abs(extras["core_h"][[0, 2]]) > 0).all()
     assert not np.allclose(extras["core_h"][[0, 2]], after_step["core_h"][[0, 2]])
-    _, extras = policy.act(obs)
+    _, _, extras = acting.act(obs)
     assert not extras["first"].any()
 
 
@@ -175,15 +149,15 @@ def test_eval_policy_is_greedy_and_resets_when_told():
     net = AGENT.make_networks(SPEC, config)
     with torch.no_grad():
         net.policy_head.linear.weight.mul_(300.0)
-    greedy = AGENT.make_eval_policy(SPEC, config, net, True)
-    behaviour = AGENT.make_policy(SPEC, config, net, 0)
+    greedy = Acting(AGENT.make_policy(SPEC, config, net, 0), SPEC, "greedy")
+    behaviour = Acting(AGENT.make_policy(SPEC, config, net, 0), SPEC)
     obs = np.array([[1.0], [4.0]], np.float32)
     for ended in ([False, False], [True, False], [False, False]):
-        actions = greedy.act(obs)
-        _, extras = behaviour.act(obs)
+        actions = greedy.act(obs)[0]
+        _, _, extras = behaviour.act(obs)
         np.testing.assert_array_equal(actions, extras["logits"].argmax(-1))
-        greedy.episode_ended(np.array(ended))
-        behaviour.episode_ended(np.array(ended))
+        greedy.observe(np.zeros(2), np.array(ended))
+        behaviour.observe(np.zeros(2), np.array(ended))
 
 
 # ---- the loss and the learner ----
@@ -249,7 +223,7 @@ def test_recurrent_learner_recomputes_the_behaviour_policy_and_bootstraps_trunca
 def test_recurrent_learner_refuses_unrolls_from_a_policy_never_told_of_episode_ends():
     config, net, policy, _, _ = setup(use_lstm=True, lstm_size=8)
     env = InProcessVectorEnv(FACTORIES, SPEC, seed=0)
-    unroll = UnrollCollector(env, Forgetful(policy), 7).collect()
+    unroll = UnrollCollector(env, Forgetful(policy, SPEC), 7).collect()
     learner = AGENT.make_learner(SPEC, config, net)
     with pytest.raises(RuntimeError, match="episode_ended"):
         learner.update(unroll, 0.0)
@@ -260,7 +234,7 @@ def test_one_update_changes_the_weights_and_the_version(use_lstm):
     config, net, _, _, collector = setup(use_lstm=use_lstm, lstm_size=8, sharpen=False)
     learner = AGENT.make_learner(SPEC, config, net)
     before = learner.weights()
-    metrics = learner.update(collector.collect(), 0.25)
+    metrics = learner.update(collector.collect(), 0.25).metrics
     expected = {"policy_loss", "value_loss", "entropy", "grad_norm", "learning_rate"}
     assert expected | {"rho_mean", "rho_clip_fraction"} <= set(metrics)
     assert all(np.isfinite(v) for v in metrics.values())
@@ -269,7 +243,7 @@ def test_one_update_changes_the_weights_and_the_version(use_lstm):
     after = learner.weights()
     assert any(not torch.equal(before[k], after[k]) for k in before)
     # A list of unrolls is one batch, side by side along B.
-    metrics = learner.update([collector.collect(), collector.collect()], 0.5)
+    metrics = learner.update([collector.collect(), collector.collect()], 0.5).metrics
     assert learner.version == 2 and all(np.isfinite(v) for v in metrics.values())
 
 
@@ -315,14 +289,14 @@ def test_dict_observations_are_learned_from_and_stacked(use_lstm):
     config = IMPALAConfig(unroll_length=5, use_lstm=use_lstm, lstm_size=8)
     net = AGENT.make_networks(spec, config)
     policy = AGENT.make_policy(spec, config, net, 0)
-    env = TellsPolicy(InProcessVectorEnv([DictCountdown] * 2, spec, seed=0), policy)
-    collector = UnrollCollector(env, policy, 5)
+    env = InProcessVectorEnv([DictCountdown] * 2, spec, seed=0)
+    collector = UnrollCollector(env, Acting(policy, spec), 5)
     unrolls = [collector.collect(), collector.collect()]
     assert len(unrolls[0].final_index) and unrolls[0].final_obs["flag"].dtype == np.uint8
     stacked = IMPALALearner.stack(unrolls)
     assert stacked.obs["flag"].shape == (6, 4, 2) and stacked.final_obs["count"].shape[1:] == (1,)
     learner = AGENT.make_learner(spec, config, net)
-    metrics = learner.update(unrolls, 0.0)
+    metrics = learner.update(unrolls, 0.0).metrics
     assert learner.version == 1 and all(np.isfinite(v) for v in metrics.values())
 
 
@@ -364,8 +338,8 @@ def test_learner_state_round_trips():
         torch.testing.assert_close(restored.weights()[key], value)
     unroll = collector.collect()
     torch.testing.assert_close(
-        torch.tensor(list(restored.update(unroll, 0.1).values())),
-        torch.tensor(list(learner.update(unroll, 0.1).values())),
+        torch.tensor(list(restored.update(unroll, 0.1).metrics.values())),
+        torch.tensor(list(learner.update(unroll, 0.1).metrics.values())),
     )
 
 
@@ -395,18 +369,18 @@ def test_feed_forward_impala_learns_cartpole(one_torch_thread, lag):
     net = AGENT.make_networks(spec, config)
     learner = AGENT.make_learner(spec, config, net)
     actor_net = AGENT.make_networks(spec, config) if lag else net
-    policy = AGENT.make_policy(spec, config, actor_net, 0)
-    policy.load_weights(learner.weights(), 1)
+    acting = Acting(AGENT.make_policy(spec, config, actor_net, 0), spec)
+    acting.load_weights(learner.weights(), 1)
     env = InProcessVectorEnv([make_env_factory("CartPole-v1")] * 8, spec, seed=0)
-    collector = UnrollCollector(env, policy, config.unroll_length)
+    collector = UnrollCollector(env, acting, config.unroll_length)
     start, steps, returns, rhos = time.perf_counter(), 0, [], []
     while steps < 150_000 and (len(returns) < 20 or np.mean(returns[-20:]) < 150):
         unroll = collector.collect()
         steps += unroll.rewards.size
-        metrics = learner.update(unroll, steps / 150_000)
+        metrics = learner.update(unroll, steps / 150_000).metrics
         rhos.append(metrics["rho_mean"])
         if lag and learner.version % lag == 0:
-            policy.load_weights(learner.weights(), learner.version)
+            acting.load_weights(learner.weights(), learner.version)
         returns += collector.drain_episodes()[0]
     seconds = time.perf_counter() - start
     mean = np.mean(returns[-20:])

@@ -11,6 +11,7 @@ from shoal.agents.ppo import AGENT, PPOConfig
 from shoal.envs import EnvSpec, InProcessVectorEnv, make_env
 from shoal.envs.toy import Countdown
 from shoal.runtime.collector import UnrollCollector
+from shoal.runtime.rows import Acting
 
 
 def test_ppo_solves_cartpole_with_its_preset(quiet_run):
@@ -51,7 +52,8 @@ def test_truncated_steps_carry_their_final_observation():
     config = PPOConfig(rollout_length=7)
     net = AGENT.make_networks(spec, config)
     vector = InProcessVectorEnv([lambda: Countdown(length=3)] * 2, spec, seed=0)
-    unroll = UnrollCollector(vector, AGENT.make_policy(spec, config, net, 0), 7).collect()
+    policy = AGENT.make_policy(spec, config, net, 0)
+    unroll = UnrollCollector(vector, Acting(policy, spec), 7).collect()
     assert unroll.obs.shape == (8, 2, 1) and unroll.rewards.shape == (7, 2)
     # Episodes of 3 steps truncate at t = 2 and t = 5 in both envs.
     assert sorted(map(tuple, unroll.final_index)) == [(2, 0), (2, 1), (5, 0), (5, 1)]
@@ -116,7 +118,7 @@ def test_a_network_that_does_not_fit_is_rejected_before_anything_is_written(tmp_
 
 
 def test_unrolls_from_two_actors_concatenate_along_the_batch():
-    from shoal.agents.base import concat_unrolls
+    from shoal.data import concat_unrolls
 
     env = Countdown(length=3)
     spec = EnvSpec.from_env("countdown", env)
@@ -125,9 +127,8 @@ def test_unrolls_from_two_actors_concatenate_along_the_batch():
     unrolls = []
     for width in (1, 2):
         vector = InProcessVectorEnv([lambda: Countdown(length=3)] * width, spec, seed=0)
-        unrolls.append(
-            UnrollCollector(vector, AGENT.make_policy(spec, config, net, 0), 4).collect()
-        )
+        acting = Acting(AGENT.make_policy(spec, config, net, 0), spec)
+        unrolls.append(UnrollCollector(vector, acting, 4).collect())
     joined = concat_unrolls(unrolls)
     assert joined.obs.shape == (5, 3, 1) and joined.extras["log_prob"].shape == (4, 3)
     # Truncations at t = 2 in every column; the second actor's columns are shifted by one.

@@ -14,19 +14,24 @@ import pytest
 import torch
 
 import shoal
+from shoal.agents.base import Policy, PolicyStep
 from shoal.agents.r2d2 import AGENT, R2D2Config
-from shoal.agents.r2d2.actor import R2D2EvalPolicy, R2D2Policy
+from shoal.agents.r2d2.actor import R2D2Policy
 from shoal.agents.r2d2.learner import R2D2Learner
 from shoal.agents.r2d2.loss import r2d2_loss, sequence_priorities, sequence_td_errors
 from shoal.agents.r2d2.networks import make_networks
+from shoal.data import Layout
 from shoal.envs.config import EnvConfig
 from shoal.envs.registry import env_spec, resolve_env
 from shoal.envs.spec import EnvSpec
 from shoal.envs.toy import RepeatFirst
 from shoal.envs.vector import InProcessVectorEnv
 from shoal.errors import ShoalError
+from shoal.runtime.actor import Actor
 from shoal.runtime.collector import UnrollCollector
 from shoal.runtime.evaluate import evaluate_policy
+from shoal.runtime.learning import LearnerLoop
+from shoal.runtime.rows import Acting
 
 MEMORY_TASK = "shoal.envs.toy:repeat_first"
 
@@ -60,17 +65,20 @@ SMALL = R2D2Config(sequence_length=8, sequence_period=3, burn_in=2, lstm_size=8,
 
 
 def _collect(config: R2D2Config, unrolls: int, num_envs: int = 3, length: int = 5):
-    """A real policy acting on `Tagged` envs through the collector: its unrolls and sequences."""
+    """A real policy acting on `Tagged` envs through the collector: its unrolls and the
+    sequences R2D2's data path makes of them."""
     torch.manual_seed(0)
     net = make_networks(TAGGED, config)
     policy = R2D2Policy(TAGGED, config, net, seed=0)
     env = InProcessVectorEnv([Tagged] * num_envs, TAGGED, seed=0)
-    collector = UnrollCollector(env, policy, length)
+    collector = UnrollCollector(env, Acting(policy, TAGGED), length)
+    adder = AGENT.make_data_path(TAGGED, config, Layout()).make_adder(policy, 0)
     collected, sequences = [], []
     for _ in range(unrolls):
         unroll = collector.collect()
         collected.append(unroll)
-        sequences.append(policy.prepare(unroll).data)
+        if (items := adder.add(unroll)) is not None:
+            sequences.append(items)
     data = {k: np.concatenate([s[k] for s in sequences]) for k in sequences[0]}
     return net, collected, data
 
@@ -186,54 +194,48 @@ def _memory_policy(**overrides):
 
 def test_rows_keep_their_own_state_in_any_order_and_reset_alone():
     spec, config, net = _memory_policy()
-    server = R2D2Policy(spec, config, net, seed=0, epsilon=0.0)
-    alone = {row: R2D2Policy(spec, config, net, seed=0, epsilon=0.0) for row in (1, 3)}
+    server = Acting(R2D2Policy(spec, config, net, seed=0), spec, "greedy")
+    alone = {row: Acting(R2D2Policy(spec, config, net, seed=0), spec, "greedy") for row in (1, 3)}
     rng = np.random.default_rng(0)
     order = [np.array([3, 1]), np.array([1, 3]), np.array([1, 3]), np.array([3, 1])]
     for step, rows in enumerate(order):
         obs = rng.normal(size=(2, 3)).astype(np.float32)
         rewards = rng.normal(size=2).astype(np.float32)
         ended = np.array([step == 2 and row == 3 for row in rows])
-        actions, extras = server.act(obs, rows)
+        actions, _, extras = server.act(obs, rows)
         for j, row in enumerate(rows):
-            theirs, their_extras = alone[row].act(obs[j : j + 1])
+            theirs, _, their_extras = alone[row].act(obs[j : j + 1])
             assert actions[j] == theirs[0] and extras["first"][j] == their_extras["first"][0]
             np.testing.assert_allclose(extras["core_h"][j], their_extras["core_h"][0], atol=1e-6)
-            alone[row].observe_rewards(rewards[j : j + 1])
-            alone[row].episode_ended(ended[j : j + 1])
-        server.observe_rewards(rewards, rows)
-        server.episode_ended(ended, rows)
+            alone[row].observe(rewards[j : j + 1], ended[j : j + 1])
+        server.observe(rewards, ended, rows)
         if step == 3:  # row 3 ended at step 2: it alone starts afresh
             assert extras["first"].tolist() == [True, False]
             assert not extras["core_h"][0].any() and extras["core_h"][1].any()
-    assert server.central_inference and not server.acts_per_env
-    _, extras = server.act(np.zeros((1, 3), np.float32), np.array([12]))  # a row never seen
+    _, _, extras = server.act(np.zeros((1, 3), np.float32), np.array([12]))  # a row never seen
     assert extras["first"].tolist() == [True]
 
 
 def test_each_row_explores_at_its_actor_and_env_rate():
     spec, config, net = _memory_policy()
-    policy = R2D2Policy(spec, config, net, seed=0)
-    policy.set_actor_index(0, 2, np.array([5, 6]))
-    policy.set_actor_index(1, 2, np.array([7, 8]))
+    # Two actors of two envs: env j of actor i is slot 2 i + j of 4.
+    policy = R2D2Policy(spec, config, net, seed=0, layout=Layout(actors=2, envs_per_actor=2))
     expected = [0.4 ** (1 + 7 * j / 3) for j in range(4)]  # env j of 4
-    np.testing.assert_allclose(policy.exploration_rates(np.array([5, 6, 7, 8])), expected)
-    per_actor = R2D2Policy(spec, replace(config, exploration="per_actor"), net, seed=0)
-    per_actor.set_actor_index(1, 2, np.array([0, 1]))
-    np.testing.assert_allclose(per_actor.exploration_rates(np.array([0, 1])), [0.4**8] * 2)
-    actor_side = R2D2Policy(spec, config, net, seed=0)
-    actor_side.set_actor_index(1, 2)  # before its envs are known: applied at the first act
-    actor_side.act(np.zeros((2, 3), np.float32))
-    np.testing.assert_allclose(actor_side.exploration_rates(), expected[2:])
-    # Rates act: from a fresh state on one observation, count the non-greedy actions per row.
-    rows = np.array([5, 6, 7, 8])
+    np.testing.assert_allclose(policy.exploration_rates(np.arange(4), "train"), expected)
+    per_actor = R2D2Policy(
+        spec, replace(config, exploration="per_actor"), net, 0, Layout(actors=2, envs_per_actor=2)
+    )
+    np.testing.assert_allclose(per_actor.exploration_rates(np.array([2, 3]), "train"), [0.4**8] * 2)
+    # Rates act: from a fresh state on one observation, count the non-greedy actions per slot.
+    acting = Acting(policy, spec)
+    rows = np.array([0, 1, 2, 3])
     obs = np.zeros((4, 3), np.float32)
-    greedy = R2D2Policy(spec, config, net, seed=0, epsilon=0.0).act(obs[:1])[0][0]
+    greedy = Acting(R2D2Policy(spec, config, net, seed=0), spec, "greedy").act(obs[:1])[0][0]
     off = np.zeros(4)
     for _ in range(400):
-        actions, _ = policy.act(obs, rows)
+        actions, _, _ = acting.act(obs, rows)
         off += actions != greedy
-        policy.episode_ended(np.ones(4, bool), rows)
+        acting.observe(np.zeros(4), np.ones(4, bool), rows)
     assert 40 < off[0] < 120 and off[3] <= 2  # about 0.4 / 2 of 400, and almost never
 
 
@@ -278,29 +280,42 @@ class _InlineRay:
 
 def test_actors_insert_sequences_into_replay_shards_the_learner_samples(monkeypatch):
     pytest.importorskip("ray")
-    from shoal.runtime import replay_service
+    from shoal.runtime import tables
 
-    monkeypatch.setattr(replay_service, "SIZE_REFRESH_S", 0.0)  # no time passes here
+    monkeypatch.setattr(tables, "SIZE_REFRESH_S", 0.0)  # no time passes here
     config = replace(SMALL, min_replay_size=10, batch_size=4, replay_capacity=400)
-    program = SimpleNamespace(agent=AGENT, spec=TAGGED, agent_config=config)
-    shards = [_Remote(replay_service.ReplayShard(program, 2)) for _ in range(2)]
-    replay = replay_service.ShardedReplay(shards)
-    replay.ray = _InlineRay
-    learner = R2D2Learner(TAGGED, config, make_networks(TAGGED, config), replay)
-    for i in range(2):  # two actors, as ActorProcess does it: insert, send the receipt
-        policy = R2D2Policy(TAGGED, config, make_networks(TAGGED, config), seed=i)
-        policy.set_actor_index(i, 2)
-        collector = UnrollCollector(InProcessVectorEnv([Tagged] * 2, TAGGED, i), policy, 6)
-        for _ in range(8):
-            item = collector.collect_for_learner()
-            assert "priority" in item.data or not item.count  # computed on the actor
-            if item.count:
-                shards[i].add.remote(item.data)
-            learner.update(item.receipt(), 0.0)
+    layout = Layout(actors=2, envs_per_actor=2)
+    program = SimpleNamespace(
+        agent=AGENT,
+        spec=TAGGED,
+        agent_config=config,
+        seed=0,
+        data_path=lambda: AGENT.make_data_path(TAGGED, config, layout),
+    )
+    shards = [_Remote(tables.TableProcess(program, 2, i)) for i in range(2)]
+    view = tables.ShardedTables(shards, program.data_path().merge_stats)
+    view.ray = _InlineRay
+    learner = R2D2Learner(TAGGED, config, make_networks(TAGGED, config))
+    loop = LearnerLoop(learner, view)
+    for i in range(2):  # two actors, as ActorProcess does it: items into their own shard
+        policy = R2D2Policy(TAGGED, config, make_networks(TAGGED, config), i, layout)
+        env = InProcessVectorEnv([Tagged] * 2, TAGGED, i)
+        collector = UnrollCollector(env, Acting(policy, TAGGED, slot_offset=2 * i), 6)
+        adder = program.data_path().make_adder(policy, i)
+        table = SimpleNamespace(
+            insert=lambda items, version, block, i=i: shards[i].insert.remote(items, version, block)
+        )
+        actor = Actor(collector, adder, table)
+        for _ in range(8):  # in turn with the learner: an insert never waits
+            actor.run_unroll(block=False)
+            while view.can_sample() and loop.try_update(0.0):
+                pass
+    inserted = [args[0] for shard in shards for name, args, _ in shard.calls if name == "insert"]
+    assert inserted and all("priority" in items for items in inserted)  # from the actor
     assert learner.gradient_steps > 0
     for shard in shards:  # each shard got back priorities for exactly the ids it handed out
-        sampled = [r[0]["indices"] for name, _, r in shard.calls if name == "sample"]
-        updated = [args[0] for name, args, _ in shard.calls if name == "update_priorities"]
+        sampled = [r.key for name, _, r in shard.calls if name == "sample" and r is not None]
+        updated = [args[0] for name, args, _ in shard.calls if name == "after_update"]
         assert len(sampled) == len(updated) > 0
         for ids, back in zip(sampled, updated, strict=True):
             np.testing.assert_array_equal(ids, back)
@@ -309,32 +324,29 @@ def test_actors_insert_sequences_into_replay_shards_the_learner_samples(monkeypa
 def test_evaluation_reports_rewards_before_episode_ends():
     calls = []
 
-    class Recording:
-        def act(self, obs):
-            return np.zeros(len(obs), np.int64)
+    class Recording(Policy):
+        """Records the previous reward and `first` each step is given."""
 
-        def observe_rewards(self, rewards):
-            calls.append(("rewards", rewards.copy()))
-
-        def episode_ended(self, mask):
-            calls.append(("ended", mask.copy()))
+        def step(self, obs, state, inputs, mode):
+            calls.append((inputs.prev_reward.copy(), inputs.first.copy()))
+            return PolicyStep(np.zeros(len(obs), np.int64))
 
     factory = resolve_env("shoal.envs.toy:countdown", EnvConfig()).factory
     spec = env_spec("shoal.envs.toy:countdown", EnvConfig())
-    evaluate_policy(Recording(), factory, spec, episodes=1, seed=0)
-    assert [kind for kind, _ in calls[:4]] == ["rewards", "ended", "rewards", "ended"]
-    assert calls[0][1].tolist() == [1.0]
+    evaluate_policy(Acting(Recording(), spec, "greedy"), factory, spec, episodes=1, seed=0)
+    # The countdown pays 1 per step: each step sees the reward of the one before, and a new
+    # episode none. (Before, the runtime told policies rewards, then episode ends.)
+    assert [first.tolist() for _, first in calls[:3]] == [[True], [False], [False]]
+    assert calls[1][0].tolist() == [1.0]
 
 
 def test_eval_policy_is_greedy_or_explores_at_eval_epsilon():
     # (It carries the LSTM state: the memory task's evaluation below needs it to score 1.)
     spec, config, net = _memory_policy()
-    greedy = R2D2EvalPolicy(spec, config, net, deterministic=True)
-    greedy.act(np.zeros((2, 3), np.float32))
-    assert greedy.policy.exploration_rates().tolist() == [0.0, 0.0]
-    noisy = R2D2EvalPolicy(spec, replace(config, eval_epsilon=0.25), net, deterministic=False)
-    noisy.act(np.zeros((2, 3), np.float32))
-    assert noisy.policy.exploration_rates().tolist() == [0.25, 0.25]
+    greedy = R2D2Policy(spec, config, net, seed=0)
+    assert greedy.exploration_rates(np.arange(2), "greedy").tolist() == [0.0, 0.0]
+    noisy = R2D2Policy(spec, replace(config, eval_epsilon=0.25), net, seed=0)
+    assert noisy.exploration_rates(np.arange(2), "sample").tolist() == [0.25, 0.25]
 
 
 def test_r2d2_solves_the_memory_task_a_feed_forward_dqn_cannot(quiet_run):

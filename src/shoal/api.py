@@ -13,10 +13,12 @@ import torch
 from shoal import experiment
 from shoal.checkpoint import load_latest
 from shoal.config import dump_yaml, write_atomically
+from shoal.data import Layout
 from shoal.envs.registry import resolve_env
 from shoal.errors import CheckpointError, ConfigError
 from shoal.runtime.evaluate import EvalResult, evaluate_policy
 from shoal.runtime.inline import run_inline
+from shoal.runtime.rows import Acting
 from shoal.tree import leaves, map_tree
 
 SUMMARY_FILE = "summary.json"
@@ -75,9 +77,10 @@ def train(
         resolved = experiment.resolve(algo, env, seed, config, agent, run, env_config)
         spec = experiment.spec_of(resolved)
         resolved.agent.make_networks(spec, resolved.agent_config)  # a misfit fails before writing
-        if resolved.run.runtime == "inline":  # so does a learner device this machine lacks
-            unwritten = experiment.program(resolved, Path(), spec)
-            unwritten.learner_device(shares_network_with_actor=not unwritten.overlaps)
+        unwritten = experiment.program(resolved, Path(), spec)
+        unwritten.data_path()  # so does data the agent's replay cannot store
+        if resolved.run.runtime == "inline":  # and a learner device this machine lacks
+            unwritten.learner_device()
         run_dir = experiment.new_run_dir(resolved)
         state = None
     program = experiment.program(resolved, run_dir, spec)
@@ -146,24 +149,22 @@ class LoadedPolicy:
                 f"The checkpoint in {run_dir} does not fit the network its config describes: {err}"
             ) from None
         self.net.eval()
-        self.policy = agent.make_eval_policy(self.spec, self.config, self.net, deterministic)
+        policy = agent.make_policy(self.spec, self.config, self.net, 0, Layout())
+        self.acting = Acting(policy, self.spec, "greedy" if deterministic else "sample")
 
     def act(self, obs: Any) -> np.ndarray:
         boxes = self.spec.obs_boxes
         batch = map_tree(lambda x, box: np.asarray(x, dtype=box.dtype), obs, boxes)
         first, first_box = leaves(batch)[0], leaves(boxes)[0]
         single = first.shape == first_box.shape
-        actions = self.policy.act(map_tree(lambda x: x[None], batch) if single else batch)
+        actions = self.acting.act(map_tree(lambda x: x[None], batch) if single else batch)[0]
         return actions[0] if single else actions
 
     def step_result(self, reward: Any, ended: Any) -> None:
         """Report what the last action led to: its reward(s) and which episodes ended."""
-        observe = getattr(self.policy, "observe_rewards", None)
-        episode_ended = getattr(self.policy, "episode_ended", None)
-        if observe is not None:
-            observe(np.atleast_1d(np.asarray(reward, np.float32)))
-        if episode_ended is not None:
-            episode_ended(np.atleast_1d(np.asarray(ended, bool)))
+        self.acting.observe(
+            np.atleast_1d(np.asarray(reward, np.float32)), np.atleast_1d(np.asarray(ended, bool))
+        )
 
 
 def load(run_dir: str | Path, deterministic: bool = True) -> LoadedPolicy:
@@ -182,4 +183,4 @@ def evaluate(
     # Evaluation seeds differ from training seeds so the agent meets episodes it has not seen.
     eval_seed = policy.seed + 10_000 if seed is None else seed
     factory = resolve_env(policy.env_id, policy.env_config).factory
-    return evaluate_policy(policy.policy, factory, policy.spec, episodes, eval_seed)
+    return evaluate_policy(policy.acting, factory, policy.spec, episodes, eval_seed)

@@ -20,7 +20,7 @@ from shoal.envs.registry import env_spec, resolve_env
 from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError
 from shoal.runtime.config import RunConfig
-from shoal.runtime.program import Program
+from shoal.runtime.program import Program, run_layout
 
 CONFIG_FILE = "config.yaml"
 _FILE_KEYS = ("algo", "env", "seed", "run", "agent", "env_config")
@@ -99,10 +99,7 @@ def resolve(
         "agent",
     )
     try:
-        # On Ray, or with central inference, an on-policy batch holds one unroll per actor.
-        many_actors = run.runtime == "ray" or run.inference == "central"
-        width = run.num_envs * (run.actors if many_actors and agent.on_policy else 1)
-        agent.validate(agent_config, width)
+        agent.validate(agent_config, run_layout(run))
     except ValueError as err:
         raise ConfigError(f"Invalid agent config: {err}") from None
     seed = config.coerce(int, seed if seed is not None else file.get("seed", 0), "seed")

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
+from shoal.agents.base import Policy, PolicyStep
 from shoal.envs import EnvSpec, InProcessVectorEnv
 from shoal.envs.config import EnvConfig
 from shoal.envs.registry import env_spec, make_vector_env, resolve_env
 from shoal.envs.split_vector import SplitVectorEnv
 from shoal.envs.toy import Countdown
 from shoal.runtime.collector import UnrollCollector
+from shoal.runtime.rows import Acting
 
 SPEC = EnvSpec.from_env("countdown", Countdown())
 # Truncations and terminations at different steps in different envs.
@@ -32,20 +35,34 @@ class SendRecv(InProcessVectorEnv):
         return self.step(self._pending)
 
 
-class ObsPolicy:
-    """A deterministic policy that treats envs independently: the action follows the obs."""
-
-    acts_per_env = True
-    version = 0
+class ObsPolicy(Policy):
+    """A deterministic policy: the action follows the obs."""
 
     def __init__(self):
         self.widths = []
 
-    def act(self, obs):
+    def step(self, obs, state, inputs, mode):
         self.widths.append(len(obs))
         flat = obs.reshape(len(obs), -1).astype(np.int64)
         actions = flat.sum(axis=1) % 2
-        return actions, {"seen": flat[:, 0].astype(np.float32)}
+        return PolicyStep(actions, {"seen": flat[:, 0].astype(np.float32)})
+
+
+class SumPolicy(ObsPolicy):
+    """A recurrent policy: its state sums the episode's observations and picks the action."""
+
+    def initial_state(self, slots):
+        return {"total": torch.zeros(len(slots))}
+
+    def step(self, obs, state, inputs, mode):
+        self.widths.append(len(obs))
+        total = state["total"] + torch.from_numpy(obs.reshape(len(obs), -1).sum(1))
+        actions = total.long().numpy() % 2
+        return PolicyStep(actions, {"seen": total.numpy().astype(np.float32)}, {"total": total})
+
+
+def _collector(env, policy, length):
+    return UnrollCollector(env, Acting(policy, SPEC), length)
 
 
 def _assert_same(a, b):
@@ -55,14 +72,17 @@ def _assert_same(a, b):
     np.testing.assert_array_equal(a.extras["seen"], b.extras["seen"])
 
 
-def test_double_buffered_unrolls_equal_synchronous_ones():
-    whole = UnrollCollector(InProcessVectorEnv(FACTORIES, SPEC, seed=0), ObsPolicy(), 6)
-    policy = ObsPolicy()
+@pytest.mark.parametrize("kind", [ObsPolicy, SumPolicy])
+def test_double_buffered_unrolls_equal_synchronous_ones(kind):
+    whole = _collector(InProcessVectorEnv(FACTORIES, SPEC, seed=0), kind(), 6)
+    policy = kind()
     halves = [SendRecv(FACTORIES[:2], SPEC, seed=0), SendRecv(FACTORIES[2:], SPEC, seed=2)]
-    split = UnrollCollector(SplitVectorEnv(halves), policy, 6)
+    split = _collector(SplitVectorEnv(halves), policy, 6)
     for _ in range(3):  # across unroll boundaries too
         _assert_same(split.collect(), whole.collect())
-    assert set(policy.widths) == {2}  # the policy acted on one half at a time
+    # The policy acted on one half at a time; recurrent ones too, since the runtime keeps each
+    # env's state in its own row.
+    assert set(policy.widths) == {2}
     assert split.drain_episodes() == whole.drain_episodes()
 
 
@@ -77,14 +97,6 @@ def test_split_env_steps_both_halves_for_callers_of_step():
         assert a.episode_returns == b.episode_returns
 
 
-def test_recurrent_policies_act_on_all_envs_at_once():
-    policy = ObsPolicy()
-    policy.acts_per_env = False
-    halves = [SendRecv(FACTORIES[:2], SPEC, seed=0), SendRecv(FACTORIES[2:], SPEC, seed=2)]
-    UnrollCollector(SplitVectorEnv(halves), policy, 4).collect()
-    assert set(policy.widths) == {4}
-
-
 def test_envpool_double_buffered_matches_one_pool():
     pytest.importorskip("envpool")
     spec = env_spec("ALE/Pong-v5", EnvConfig(backend="gymnasium"))
@@ -94,7 +106,7 @@ def test_envpool_double_buffered_matches_one_pool():
         env = make_vector_env(resolve_env("ALE/Pong-v5", config), spec, config, 4, 7)
         assert isinstance(env, SplitVectorEnv) == double
         try:
-            unrolls.append(UnrollCollector(env, ObsPolicy(), 8).collect())
+            unrolls.append(_collector(env, ObsPolicy(), 8).collect())
         finally:
             env.close()
     _assert_same(*unrolls)

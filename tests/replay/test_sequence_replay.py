@@ -8,6 +8,12 @@ import pytest
 from shoal.replay import SequenceAccumulator, SequenceReplay, sequence_fields
 
 H = 3  # LSTM width in these tests
+STATE = {"core_h": ((H,), np.float32), "core_c": ((H,), np.float32)}
+
+
+def _fields(obs_shape, dtype, length):
+    """R2D2's sequences: the LSTM state at the first step stored with each."""
+    return sequence_fields(obs_shape, dtype, length, start_fields=STATE)
 
 
 def _steps(t0, steps, width, terminated=(), truncated=(), first=()):
@@ -26,8 +32,7 @@ def _steps(t0, steps, width, terminated=(), truncated=(), first=()):
         obs=obs,
         action=((t0 + np.arange(steps))[:, None] % 5).repeat(width, 1).astype(np.int64),
         reward=np.broadcast_to(t[:, None], (steps, width)).astype(np.float32),
-        core_h=core,
-        core_c=-core,
+        start_fields={"core_h": core, "core_c": -core},
         **flags,
     )
 
@@ -99,14 +104,14 @@ def test_an_episode_cut_without_an_end_drops_the_pending_steps():
 
 
 def _sequences(count, start=0, length=4):
-    fields = sequence_fields((2,), np.float32, length, H)
+    fields = _fields((2,), np.float32, length)
     data = {k: np.zeros((count, *shape), dtype) for k, (shape, dtype) in fields.items()}
     data["action"] = np.arange(start, start + count)[:, None].repeat(length, 1)  # an id
     return data
 
 
 def test_sampling_returns_sequences_with_ids_and_weights_and_fifo_overwrites():
-    replay = SequenceReplay(4, sequence_fields((2,), np.float32, 4, H), alpha=1.0)
+    replay = SequenceReplay(4, _fields((2,), np.float32, 4), alpha=1.0)
     replay.add(_sequences(3))
     replay.add(_sequences(3, start=3))  # ids 0 and 1 are overwritten
     assert len(replay) == 4 and replay.num_added == 6
@@ -188,10 +193,9 @@ def _stacked_sequences(padding, k=3, width=3, steps=40, seed=0):
                 np.stack(ended),
                 np.stack(cut),
                 np.stack(first),
-                core,
-                core,
                 np.stack(finals) if finals else np.zeros((0, k, 2, 2), np.uint8),
                 np.array(index).reshape(-1, 2),
+                start_fields={"core_h": core, "core_c": core},
             )
         )
     return {key: np.concatenate([o[key] for o in out]) for key in out[0]}
@@ -200,7 +204,7 @@ def _stacked_sequences(padding, k=3, width=3, steps=40, seed=0):
 @pytest.mark.parametrize("padding", ["reset", "zero"])
 def test_stacked_frames_are_stored_once_and_rebuilt_exactly(padding):
     data = _stacked_sequences(padding)
-    fields = sequence_fields((3, 2, 2), np.uint8, 6, H)
+    fields = _fields((3, 2, 2), np.uint8, 6)
     full = SequenceReplay(64, fields)
     packed = SequenceReplay(64, fields, frame_stack=3, padding=padding)
     for replay in (full, packed):

@@ -1,146 +1,119 @@
-"""The agent contract: what an algorithm hands the runtime, which wires it on any launcher.
+"""The agent contract: what an algorithm hands the runtime, which wires it the same way on every
+launcher (DESIGN.md, "The agent contract").
 
-An algorithm is a frozen config class, `make_networks`, an actor-side policy, a learner and a
-data path. The runtime imports this module only, never a particular agent.
+An algorithm is five things: a frozen config class; `make_networks(spec, config)`; a `Policy`
+whose `step` is pure (observation, recurrent state, previous action and reward in; action,
+extras, new state out); a `Learner` that takes batches; and its `DataPath` (`shoal.data`). The
+runtime holds every env's recurrent state, once, for the actor loop, the central inference
+server, the evaluator and `shoal.load` (`shoal.runtime.rows`), and imports this module only,
+never a particular agent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from types import MappingProxyType
+from typing import Any, Literal, NamedTuple, Protocol
 
 import numpy as np
 import torch
 from torch import nn
 
+from shoal.data import DataPath, Layout, Unroll, concat_unrolls
 from shoal.envs.spec import EnvSpec
-from shoal.tree import map_tree
+
+__all__ = [
+    "ActMode",
+    "Agent",
+    "DataPath",
+    "Layout",
+    "Learner",
+    "NetworkLearner",
+    "Policy",
+    "PolicyStep",
+    "State",
+    "StepInputs",
+    "Unroll",
+    "Update",
+    "Weights",
+    "concat_unrolls",
+]
 
 Weights = dict[str, torch.Tensor]
+State = dict[str, torch.Tensor]
+"""A policy's recurrent state for n rows: `{name: [n, ...]}` tensors on the policy's device."""
+
+ActMode = Literal["train", "sample", "greedy"]
+"""train: act to collect experience (with the agent's exploration); sample: evaluate with the
+stochastic policy (DQN-style agents: their small evaluation epsilon); greedy: evaluate with the
+most likely action."""
 
 
-@dataclass
-class Unroll:
-    """T steps of B environments, time-major, plus the step to bootstrap from.
+_NOTHING: Mapping[str, Any] = MappingProxyType({})
 
-    Observations keep the env's dtype (uint8 frames stay uint8). `final_obs[k]` is the last
-    observation of the episode that was truncated at step `final_index[k] = (t, b)`: the
-    observation in `obs[t + 1, b]` is already the next episode's first one.
+
+class StepInputs(NamedTuple):
+    """What the runtime keeps for each row besides the state, `[n]` (or `[n, ...]`) each."""
+
+    first: np.ndarray  # bool: the observation starts an episode (the state was just reset)
+    prev_action: np.ndarray  # the row's previous action, zeros where `first`
+    prev_reward: np.ndarray  # float32, the reward that action earned, 0 where `first`
+    slot: np.ndarray  # int64: the row's env slot, actor a's env j is a * E + j (see Layout)
+    steps: np.ndarray  # int64: actions this row took before this one
+
+
+class PolicyStep(NamedTuple):
+    """What a policy's step returns for n rows."""
+
+    action: np.ndarray  # [n, ...] what is recorded and learned from (e.g. before clipping)
+    extras: Mapping[str, np.ndarray] = _NOTHING  # [n, ...] recorded with the step (log-probs)
+    state: Mapping[str, torch.Tensor] = _NOTHING  # the new state, as `initial_state` lays it out
+    env_action: np.ndarray | None = None  # what the env gets, when not `action` (clipped)
+
+
+class Policy:
+    """The actor side: a pure step over n rows; the runtime holds the rows' state.
+
+    Subclasses implement `step`; the defaults suit a policy without recurrent state whose
+    weights are its network's state dict.
     """
 
-    obs: np.ndarray  # [T + 1, B, ...]
-    actions: np.ndarray  # [T, B, ...] as the policy chose them (before clipping to bounds)
-    rewards: np.ndarray  # [T, B] float32
-    terminated: np.ndarray  # [T, B] bool
-    truncated: np.ndarray  # [T, B] bool
-    extras: dict[str, np.ndarray]  # [T, B, ...] what the policy returned while acting
-    final_obs: np.ndarray  # [K, ...]
-    final_index: np.ndarray  # [K, 2] int64 (t, b)
-    behaviour_version: int = 0  # learner version of the weights that acted
+    net: nn.Module
 
-    @property
-    def length(self) -> int:
-        return int(self.rewards.shape[0])
+    def initial_state(self, slots: np.ndarray) -> State:
+        """The state of rows starting an episode (`slots [n]`, see `StepInputs.slot`)."""
+        return {}
 
-    @property
-    def batch_size(self) -> int:
-        return int(self.rewards.shape[1])
+    def step(self, obs: Any, state: State, inputs: StepInputs, mode: ActMode) -> PolicyStep:
+        """Act on `obs [n, ...]` (numpy, or a dict of such) from `state`, given `inputs`."""
+        raise NotImplementedError
+
+    def load_weights(self, weights: Weights) -> None:
+        """Take weights published by the learner (`Learner.weights`)."""
+        self.net.load_state_dict(weights)
 
 
-def concat_unrolls(unrolls: list[Unroll]) -> Unroll:
-    """Unrolls of the same length side by side: `[T, B1] + [T, B2] -> [T, B1 + B2]`."""
-    if len(unrolls) == 1:
-        return unrolls[0]
-    offsets = np.cumsum([0] + [u.batch_size for u in unrolls[:-1]])
-    final_index = [
-        u.final_index + np.array([0, off]) for u, off in zip(unrolls, offsets, strict=True)
-    ]
-    return Unroll(
-        obs=map_tree(lambda *xs: np.concatenate(xs, axis=1), *[u.obs for u in unrolls]),
-        actions=np.concatenate([u.actions for u in unrolls], axis=1),
-        rewards=np.concatenate([u.rewards for u in unrolls], axis=1),
-        terminated=np.concatenate([u.terminated for u in unrolls], axis=1),
-        truncated=np.concatenate([u.truncated for u in unrolls], axis=1),
-        extras={
-            k: np.concatenate([u.extras[k] for u in unrolls], axis=1) for k in unrolls[0].extras
-        },
-        final_obs=map_tree(lambda *xs: np.concatenate(xs), *[u.final_obs for u in unrolls]),
-        final_index=np.concatenate(final_index).astype(np.int64),
-        behaviour_version=min(u.behaviour_version for u in unrolls),
-    )
+class Update(NamedTuple):
+    """What one learner update returns."""
 
-
-@dataclass
-class Transitions:
-    """n-step transitions an actor assembled from its unrolls, for a replay-based learner.
-
-    `data` holds the fields `shoal.replay.TransitionReplay.add` takes (`[M, ...]` each, with an
-    optional initial `priority`); `env_steps` counts the agent steps of the unroll they came
-    from (transitions of an episode's last steps come out only when it ends, so M varies).
-    """
-
-    data: dict[str, np.ndarray] | None  # None once the actor put them in a remote replay
-    env_steps: int
-    behaviour_version: int = 0
-    count: int = -1  # transitions; taken from `data` when not given
-
-    def __post_init__(self) -> None:
-        if self.count < 0:
-            self.count = 0 if self.data is None else len(self.data["reward"])
-
-    def receipt(self) -> Transitions:
-        """What is left to send once `data` went to a replay shard: the counts."""
-        return Transitions(None, self.env_steps, self.behaviour_version, self.count)
-
-
-def env_steps(item: Unroll | Transitions) -> int:
-    """Agent steps of experience in what an actor sent."""
-    if isinstance(item, Transitions):
-        return item.env_steps
-    return item.length * item.batch_size
-
-
-def combine(items: list[Any]) -> Any:
-    """One learner batch from what actors sent: unrolls side by side, transitions as a list."""
-    if all(isinstance(item, Unroll) for item in items):
-        return concat_unrolls(items)
-    return list(items)
-
-
-class Policy(Protocol):
-    """The actor side: acts on a batch of observations with the latest weights it was given."""
-
-    version: int  # learner version of the weights in use
-
-    def act(self, obs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """`[E, ...] -> (env actions [E, ...], extras {name: [E, ...]})`."""
-        ...
-
-    # Optional, looked up with getattr by the runtime:
-    # - `observe_rewards(rewards [E])` after each step, before `episode_ended` (policies that
-    #   take the previous reward as an input);
-    # - `episode_ended(mask [E])` after each step (recurrent policies reset their state);
-    # - `prepare(unroll) -> Transitions` turns each unroll into what the learner takes (replay
-    #   agents assemble n-step transitions and initial priorities on the actor);
-    # - `set_actor_index(index, count)` says which of `count` actors this policy acts for
-    #   (Ape-X gives each actor its own exploration rate);
-    # - `acts_per_env` (attribute): True when `act` treats envs independently, so a
-    #   double-buffered collector may call it on half of the envs at a time.
-
-    def load_weights(self, weights: Weights, version: int) -> None: ...
+    metrics: dict[str, float]
+    priorities: np.ndarray | None = None  # new priorities of the sampled items (replay)
 
 
 class Learner(Protocol):
-    """The learner side: owns the optimiser, consumes batches, publishes versioned weights."""
+    """The learner side: owns its optimisers, takes batches, publishes versioned weights."""
 
-    version: int
+    version: int  # grows with every update; actors record the version they acted with
 
-    def update(self, batch: Any, progress: float) -> dict[str, float]:
-        """One learning step on `batch`; `progress` in [0, 1] is the fraction of the budget used."""
+    def update(self, batch: Any, progress: float) -> Update:
+        """One learning step on `batch` (a `Batch.data`); `progress` in [0, 1] is the fraction
+        of the budget used."""
         ...
 
-    def weights(self) -> Weights: ...
+    def weights(self) -> Weights:
+        """CPU copies of what the policy needs (`Policy.load_weights`)."""
+        ...
 
     def state_dict(self) -> dict[str, Any]: ...
 
@@ -171,6 +144,10 @@ class NetworkLearner:
         self.version = int(state["version"])
 
 
+def _no_checks(config: Any, layout: Layout) -> None:
+    return None
+
+
 @dataclass(frozen=True)
 class Agent:
     """Everything the runtime needs to run one algorithm."""
@@ -178,26 +155,10 @@ class Agent:
     name: str
     config_cls: type
     make_networks: Callable[[EnvSpec, Any], nn.Module]
-    make_policy: Callable[[EnvSpec, Any, nn.Module, int], Policy]  # (spec, config, net, seed)
+    # (spec, config, net, seed, layout) -> the acting policy.
+    make_policy: Callable[[EnvSpec, Any, nn.Module, int, Layout], Policy]
     make_learner: Callable[[EnvSpec, Any, nn.Module], Learner]
-    make_eval_policy: Callable[[EnvSpec, Any, nn.Module, bool], EvalPolicy]
-    data: Literal["unroll", "replay"]
-    unroll_length: Callable[[Any], int]
-    validate: Callable[[Any, int], None] = field(default=lambda config, num_envs: None)
-    # On-policy agents learn from unrolls of the current weights only: launchers collect from
-    # every actor with one version, then update. Off-policy ones (V-trace, replay) take unrolls
-    # as they come while actors keep acting.
-    on_policy: bool = True
-    # How many unrolls make one learner batch when unrolls arrive one by one (off-policy).
-    batch_unrolls: Callable[[Any], int] = field(default=lambda config: 1)
-    # Replay agents: `(spec, config, shards) -> replay` holding 1/shards of the capacity.
-    # Distributed launchers build replay shards with it, let actors insert there, and set
-    # the learner's `replay` attribute to an object that samples from the shards
-    # (`shoal.runtime.replay_service.ShardedReplay`).
-    make_replay: Callable[[EnvSpec, Any, int], Any] | None = None
-
-
-class EvalPolicy(Protocol):
-    """A policy for evaluation and deployment: observations in, env actions out."""
-
-    def act(self, obs: np.ndarray) -> np.ndarray: ...
+    # (spec, config, layout) -> how experience flows to the learner.
+    make_data_path: Callable[[EnvSpec, Any, Layout], DataPath]
+    # Checks that need the run's layout as well as the config; raise ValueError.
+    validate: Callable[[Any, Layout], None] = field(default=_no_checks)

@@ -6,19 +6,23 @@ Experience Replay"): the learner should replay each inserted item about `samples
 inserted and `S` items sampled so far, let
 
     diff = I · spi - S,    offset = min_size_to_sample · spi,
-    min_diff = offset - error_buffer,    max_diff = offset + error_buffer.
+    min_diff = offset - sample_lead,    max_diff = offset + insert_lead,
+
+where both leads are `error_buffer` unless given apart (Reverb's RateLimiter takes min_diff and
+max_diff too).
 
 - Sampling `n` is allowed once `I >= min_size_to_sample` and while `diff - n >= min_diff`: the
-  learner may run at most `error_buffer` samples ahead of the ratio line through
-  `(min_size_to_sample, 0)`.
+  learner may run at most `sample_lead` samples ahead of the ratio line through
+  `(min_size_to_sample, 0)`. With `sample_lead = 0` it never samples more than
+  `spi · (I - min_size_to_sample)`: the exact replay ratio of a learner that waits for data.
 - Inserting `n` is allowed while `I < min_size_to_sample` (filling; the learner cannot sample yet,
   so blocking here would deadlock) and afterwards while `diff + n · spi <= max_diff`: actors may
-  run at most `error_buffer` samples' worth ahead.
+  run at most `insert_lead` samples' worth ahead.
 
 After filling, `min_diff <= diff <= max_diff` always holds (up to the last filling insert and up
 to one batch per extra concurrent inserter, since waiting and recording are two calls). Both sides
-can always move on only if `2 · error_buffer >= n_insert · spi + n_sample` for the batch sizes
-used; the limiter raises `ConfigError` on the first call that would break this instead of
+can always move on only if `sample_lead + insert_lead >= n_insert · spi + n_sample` for the batch
+sizes used; the limiter raises `ConfigError` on the first call that would break this instead of
 deadlocking. `close()` wakes every waiter and makes all waits return False.
 """
 
@@ -39,20 +43,30 @@ class RateLimiter:
     """
 
     def __init__(
-        self, samples_per_insert: float, min_size_to_sample: int, error_buffer: float
+        self,
+        samples_per_insert: float,
+        min_size_to_sample: int,
+        error_buffer: float,
+        *,
+        sample_lead: float | None = None,
+        insert_lead: float | None = None,
     ) -> None:
         if not samples_per_insert > 0:
             raise ValueError(f"samples_per_insert must be > 0, got {samples_per_insert}.")
         if min_size_to_sample < 1:
             raise ValueError(f"min_size_to_sample must be >= 1, got {min_size_to_sample}.")
-        if not error_buffer >= 0:
-            raise ValueError(f"error_buffer must be >= 0, got {error_buffer}.")
+        self.sample_lead = float(error_buffer if sample_lead is None else sample_lead)
+        self.insert_lead = float(error_buffer if insert_lead is None else insert_lead)
+        if not (self.sample_lead >= 0 and self.insert_lead >= 0):
+            raise ValueError(
+                f"error_buffer and the leads must be >= 0, got {self.sample_lead} and "
+                f"{self.insert_lead}."
+            )
         self.samples_per_insert = float(samples_per_insert)
         self.min_size_to_sample = int(min_size_to_sample)
-        self.error_buffer = float(error_buffer)
         offset = self.min_size_to_sample * self.samples_per_insert
-        self.min_diff = offset - self.error_buffer
-        self.max_diff = offset + self.error_buffer
+        self.min_diff = offset - self.sample_lead
+        self.max_diff = offset + self.insert_lead
         self._inserts = 0
         self._samples = 0
         self._largest_insert = 0
@@ -98,13 +112,19 @@ class RateLimiter:
         self._largest_insert = max(self._largest_insert, n_insert)
         self._largest_sample = max(self._largest_sample, n_sample)
         need = self._largest_insert * self.samples_per_insert + self._largest_sample
-        if 2 * self.error_buffer < need:
+        if self.sample_lead + self.insert_lead < need:
             raise ConfigError(
-                f"RateLimiter(error_buffer={self.error_buffer:g}) is too small for inserts of "
-                f"{self._largest_insert} and samples of {self._largest_sample} items at "
-                f"samples_per_insert={self.samples_per_insert:g}: actors and learner could both "
-                f"block for ever. Set error_buffer >= {need / 2:g}, or insert smaller batches."
+                f"RateLimiter(leads {self.sample_lead:g} + {self.insert_lead:g}) is too small for "
+                f"inserts of {self._largest_insert} and samples of {self._largest_sample} items "
+                f"at samples_per_insert={self.samples_per_insert:g}: actors and learner could "
+                f"both block for ever. Set error_buffer >= {need / 2:g}, or insert smaller "
+                "batches."
             )
+
+    def can_sample(self, n: int = 1) -> bool:
+        """Whether `n` items may be sampled now, without waiting."""
+        with self._cond:
+            return not self._closed and self._can_sample(n)
 
     def await_can_insert(self, n: int = 1, timeout: float | None = None) -> bool:
         """Wait until `n` items may be inserted. False on timeout or once closed."""

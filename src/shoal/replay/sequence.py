@@ -14,7 +14,9 @@ and for the `L` steps `t = 0 .. L - 1`:
 
     action, reward, terminated, end, acted          what happened at step t
 
-plus `core_h`, `core_c` `[H]`: the LSTM state before step 0 (zero when step 0 starts an episode).
+plus the per-step fields the agent declares (`[L, ...]`) and the start fields, stored as they were
+at entry 0: R2D2's are `core_h`, `core_c` `[H]`, the LSTM state before step 0 (zero when step 0
+starts an episode). Agent57 adds its own per-step fields the same way.
 
 Decisions:
 - L + 1 observations. The last step's target bootstraps from `obs[L]`, so every step of a
@@ -59,24 +61,35 @@ def sequence_fields(
     obs_shape: tuple[int, ...],
     obs_dtype: npt.DTypeLike,
     length: int,
-    hidden_size: int,
+    *,
+    action_shape: tuple[int, ...] = (),
     action_dtype: npt.DTypeLike = np.int64,
+    step_fields: Mapping[str, tuple[tuple[int, ...], npt.DTypeLike]] | None = None,
+    start_fields: Mapping[str, tuple[tuple[int, ...], npt.DTypeLike]] | None = None,
 ) -> Fields:
-    """The `{name: (shape, dtype)}` of one stored sequence of `length` steps (module docstring)."""
+    """The `{name: (shape, dtype)}` of one stored sequence of `length` steps (module docstring).
+
+    `step_fields` are per-step fields the agent declares (stored `[L, *shape]`, zero at a
+    final-observation entry), `start_fields` are stored once, as they were at the sequence's
+    first entry (R2D2: the LSTM state `core_h`, `core_c` `(H,)`).
+    """
     steps, inputs = (length,), (length + 1,)
+    action_shape = tuple(action_shape)
     fields: dict[str, tuple[tuple[int, ...], npt.DTypeLike]] = {
         "obs": ((length + 1, *obs_shape), obs_dtype),
         "first": (inputs, bool),
-        "prev_action": (inputs, action_dtype),
+        "prev_action": ((length + 1, *action_shape), action_dtype),
         "prev_reward": (inputs, np.float32),
-        "action": (steps, action_dtype),
+        "action": ((length, *action_shape), action_dtype),
         "reward": (steps, np.float32),
         "terminated": (steps, bool),
         "end": (steps, bool),
         "acted": (steps, bool),
-        "core_h": ((hidden_size,), np.float32),
-        "core_c": ((hidden_size,), np.float32),
     }
+    for name, (shape, dtype) in (step_fields or {}).items():
+        fields[name] = ((length, *shape), dtype)
+    for name, (shape, dtype) in (start_fields or {}).items():
+        fields[name] = (tuple(shape), dtype)
     return {k: (tuple(int(d) for d in shape), np.dtype(dt)) for k, (shape, dt) in fields.items()}
 
 

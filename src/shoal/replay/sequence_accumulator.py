@@ -1,4 +1,4 @@
-"""Actors' steps cut into R2D2's overlapping, fixed-length sequences with their stored state.
+"""Actors' steps cut into overlapping, fixed-length sequences with their stored state (R2D2).
 
 What a sequence holds, and why, is in `shoal.replay.sequence`; this module builds them.
 """
@@ -34,6 +34,8 @@ class SequenceAccumulator:
         self.num_envs, self.length, self.period = int(num_envs), int(length), int(period)
         self._tails: list[dict[str, np.ndarray] | None] = [None] * num_envs
         self._last: list[tuple[np.ndarray, float, bool] | None] = [None] * num_envs
+        self._step_names: tuple[str, ...] = ()
+        self._start_names: tuple[str, ...] = ()
 
     def extend(
         self,
@@ -43,21 +45,24 @@ class SequenceAccumulator:
         terminated: np.ndarray,
         truncated: np.ndarray,
         first: np.ndarray,
-        core_h: np.ndarray,
-        core_c: np.ndarray,
         final_obs: np.ndarray | None = None,
         final_index: np.ndarray | None = None,
+        *,
+        step_fields: Mapping[str, np.ndarray] | None = None,
+        start_fields: Mapping[str, np.ndarray] | None = None,
     ) -> dict[str, np.ndarray]:
         """Record `T` steps of the E envs; return the sequences they complete, `[M, ...]`.
 
         Args:
             obs: `[T, E, ...]` observations acted on (not the one after the last step: it comes
                 as the next call's `obs[0]`).
-            action: `[T, E]`; reward, terminated, truncated: `[T, E]`.
-            first: `[T, E]` bool, `obs[t]` starts an episode (the policy's `first` extra).
-            core_h, core_c: `[T, E, H]`, the LSTM state step t started from.
+            action: `[T, E, ...]`; reward, terminated, truncated: `[T, E]`.
+            first: `[T, E]` bool, `obs[t]` starts an episode (the runtime's `first` extra).
             final_obs, final_index: `[K, ...]` and `[K, 2]` `(t, env)`: the last observation of
                 each episode truncated (and not terminated) at step t, as in `Unroll`.
+            step_fields: `{name: [T, E, ...]}` stored for every step of a sequence.
+            start_fields: `{name: [T, E, ...]}` of which a sequence stores its first entry's
+                (R2D2: the LSTM state each step started from, `core_h` and `core_c`).
 
         Returns:
             `sequence_fields(...)` arrays with a leading `M >= 0`.
@@ -69,16 +74,32 @@ class SequenceAccumulator:
                 f"expected [T, E] = [{steps}, {self.num_envs}] steps, got obs {obs.shape} and "
                 f"reward {np.shape(reward)}."
             )
+        step_fields = {k: np.asarray(v) for k, v in (step_fields or {}).items()}
+        start_fields = {k: np.asarray(v) for k, v in (start_fields or {}).items()}
         finals: dict[tuple[int, int], np.ndarray] = {}
         if final_index is not None and final_obs is not None:
             for k, (t, b) in enumerate(np.asarray(final_index).reshape(-1, 2)):
                 finals[int(t), int(b)] = final_obs[k]
-        hidden = np.shape(core_h)[-1]
-        fields = sequence_fields(obs.shape[2:], obs.dtype, self.length, hidden, action.dtype)
+        fields = sequence_fields(
+            obs.shape[2:],
+            obs.dtype,
+            self.length,
+            action_shape=action.shape[2:],
+            action_dtype=action.dtype,
+            step_fields={k: (v.shape[2:], v.dtype) for k, v in step_fields.items()},
+            start_fields={k: (v.shape[2:], v.dtype) for k, v in start_fields.items()},
+        )
+        self._step_names, self._start_names = tuple(step_fields), tuple(start_fields)
         out: dict[str, list[np.ndarray]] = {name: [] for name in fields}
-        per_step = (obs, action, reward, terminated, truncated, first, core_h, core_c)
+        core = {"obs": obs, "action": action, "reward": reward, "terminated": terminated}
+        core |= {"truncated": truncated, "first": first}
         for b in range(width):
-            column = self._column(b, *(np.asarray(x)[:, b] for x in per_step), finals)
+            column = self._column(
+                b,
+                {k: np.asarray(v)[:, b] for k, v in core.items()},
+                {k: v[:, b] for k, v in {**step_fields, **start_fields}.items()},
+                finals,
+            )
             for sequence in self._emit(b, column):
                 for name, value in sequence.items():
                     out[name].append(value)
@@ -90,19 +111,14 @@ class SequenceAccumulator:
     def _column(
         self,
         b: int,
-        obs: np.ndarray,
-        action: np.ndarray,
-        reward: np.ndarray,
-        terminated: np.ndarray,
-        truncated: np.ndarray,
-        first: np.ndarray,
-        core_h: np.ndarray,
-        core_c: np.ndarray,
+        core: Mapping[str, np.ndarray],
+        declared: Mapping[str, np.ndarray],
         finals: Mapping[tuple[int, int], np.ndarray],
     ) -> dict[str, np.ndarray]:
         """One env's `T` steps as stream entries, a final-observation entry after truncations."""
-        terminated, first = np.asarray(terminated, bool), np.asarray(first, bool)
-        cut = np.asarray(truncated, bool) & ~terminated
+        terminated, first = np.asarray(core["terminated"], bool), np.asarray(core["first"], bool)
+        action = np.asarray(core["action"])
+        cut = np.asarray(core["truncated"], bool) & ~terminated
         pos = np.arange(len(first)) + np.cumsum(cut) - cut  # entry of each step
         extra = pos[cut] + 1  # entries holding a truncated episode's final observation
         size = len(first) + len(extra)
@@ -113,16 +129,17 @@ class SequenceAccumulator:
             return entries
 
         entries = {
-            "obs": spread(obs, 0),
+            "obs": spread(np.asarray(core["obs"]), 0),
             "first": spread(first, False),
-            "action": spread(np.asarray(action), 0),
-            "reward": spread(np.asarray(reward, np.float32), 0.0),
+            "action": spread(action, 0),
+            "reward": spread(np.asarray(core["reward"], np.float32), 0.0),
             "terminated": spread(terminated, False),
             "end": spread(terminated | cut, True),
             "acted": spread(np.ones(len(first), bool), False),
-            "core_h": spread(np.asarray(core_h, np.float32), 0.0),
-            "core_c": spread(np.asarray(core_c, np.float32), 0.0),
         }
+        # Declared fields are zero at final-observation entries (no step was taken there; a
+        # sequence starting at one starts from a zero state).
+        entries |= {name: spread(values, 0) for name, values in declared.items()}
         for t in np.flatnonzero(cut):
             if (int(t), b) not in finals:
                 raise ValueError(
@@ -132,9 +149,12 @@ class SequenceAccumulator:
             entries["obs"][pos[t] + 1] = finals[int(t), b]
         # The network's inputs at each entry: the previous entry's action and reward.
         last = self._last[b]
-        prev_action = np.concatenate([[0 if last is None else last[0]], entries["action"][:-1]])
+        no_action = np.zeros((1, *action.shape[1:]), action.dtype)
+        before = no_action if last is None else np.asarray(last[0])[None]
+        prev_action = np.concatenate([before, entries["action"][:-1]])
         prev_reward = np.concatenate([[0.0 if last is None else last[1]], entries["reward"][:-1]])
-        entries["prev_action"] = np.where(entries["first"], 0, prev_action).astype(action.dtype)
+        starts = entries["first"].reshape(-1, *([1] * (action.ndim - 1)))
+        entries["prev_action"] = np.where(starts, 0, prev_action).astype(action.dtype)
         entries["prev_reward"] = np.where(entries["first"], 0.0, prev_reward).astype(np.float32)
         return entries
 
@@ -168,6 +188,7 @@ class SequenceAccumulator:
         inputs, steps = slice(s, s + self.length + 1), slice(s, s + self.length)
         # Views: `extend` stacks them into new arrays.
         out = {k: stream[k][inputs] for k in ("obs", "first", "prev_action", "prev_reward")}
-        out |= {k: stream[k][steps] for k in ("action", "reward", "terminated", "end", "acted")}
-        out["core_h"], out["core_c"] = stream["core_h"][s], stream["core_c"][s]
+        per_step = ("action", "reward", "terminated", "end", "acted", *self._step_names)
+        out |= {k: stream[k][steps] for k in per_step}
+        out |= {k: stream[k][s] for k in self._start_names}
         return out

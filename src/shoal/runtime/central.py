@@ -4,35 +4,33 @@
 observations, rewards and episode ends (`EnvStep`). `CentralActing` lives in the learner's
 process (a thread of the inline launcher, the learner's Ray actor on the ray launcher): for each
 call it records the step in that actor's `TrajectoryAssembler`, asks the `InferenceServer` for
-actions, and queues each finished unroll (or what the agent's `prepare` makes of it) for the
-learner, so trajectories never travel back and forth and weights never leave the learner.
+actions, and hands each finished unroll to that actor's adder and table, exactly as an actor-side
+`Actor` would, so trajectories never travel back and forth and weights never leave the learner.
 
-On-policy agents (PPO) learn from unrolls acted by one version of the weights: an actor that
-finished an unroll waits until the learner has published the next version. Off-policy agents
-are bounded by the queue's capacity instead. An actor that restarts reconnects with a newer
+The table decides when an actor may go on: an on-policy queue holds an actor's call until the
+learner has learned from its unroll (so its next step acts with the new weights), an off-policy
+queue or a replay table until there is room. An actor that restarts reconnects with a newer
 `session`: its envs' state is reset and its half-built unroll is dropped; calls of the old
 session still in flight are answered with None, which ends that loop.
 """
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from shoal.agents.base import Transitions, Unroll
+from shoal.data import Adder, Table, Unroll
 from shoal.envs.vector import VectorEnv
-from shoal.errors import ConfigError
+from shoal.runtime.actor import ActorStats
 from shoal.runtime.inference import InferenceServer, ServerStopped
 from shoal.runtime.program import Program
+from shoal.runtime.rows import Acting
 from shoal.runtime.trajectory import TrajectoryAssembler
-
-# What the learner takes: an unroll (or its transitions) and the episodes that ended in it.
-Item = tuple[Unroll | Transitions, list[float], list[int]]
 
 
 @dataclass
@@ -84,57 +82,51 @@ class EnvLoop:
 class _Actor:
     """The server side's record of one actor: its rows, half-built unroll and statistics."""
 
-    def __init__(self, index: int, num_envs: int, spec: Any, length: int, preparer: Any) -> None:
+    def __init__(self, index: int, num_envs: int, spec: Any, length: int, adder: Adder) -> None:
         self.index = index
         self.rows = np.arange(index * num_envs, (index + 1) * num_envs)
         self.spec, self.length = spec, length
-        self.preparer = preparer  # a policy of this actor whose `prepare` runs here (replay)
+        self.adder = adder
         self.lock = threading.Lock()  # one call of this actor at a time
-        self.gated_version = -1  # on-policy: acts again once the version is newer than this
         self.reset(-1)
         self.env_seconds = 0.0
         self.env_calls = 0
 
     def reset(self, session: int) -> None:
         self.session = session
-        self.assembler = TrajectoryAssembler(self.spec, self.length)
+        self.assembler = TrajectoryAssembler(self.spec, self.length, int(self.rows[0]))
         self.returns: list[float] = []
         self.lengths: list[int] = []
 
 
 class CentralActing:
-    """Serves env-only actors and queues the unrolls they produce for the learner."""
+    """Serves env-only actors and puts what their unrolls make into the actors' tables.
 
-    def __init__(self, program: Program, net: Any, queue_capacity: int) -> None:
+    `tables[i]` is actor i's table (one for all inline; a replay shard each on ray); `weights`
+    is where the server takes the learner's newest weights from.
+    """
+
+    def __init__(self, program: Program, net: Any, tables: Sequence[Table], weights: Any) -> None:
         agent, config, run = program.agent, program.agent_config, program.run
-        self.on_policy = agent.on_policy
-        policy = agent.make_policy(program.spec, config, net, program.seed)
-        if not getattr(policy, "central_inference", False):
-            raise ConfigError(
-                f"--inference central is not supported by {agent.name}: its policy does not "
-                "keep per-row state. Use --inference actor, or ppo, impala or r2d2."
-            )
-        set_index = getattr(policy, "set_actor_index", None)
-        actors, num_envs = run.actors, run.num_envs
-        self.actors = []
-        for i in range(actors):
-            preparer = None
-            if getattr(policy, "prepare", None) is not None:
-                preparer = agent.make_policy(program.spec, config, net, program.seed + i)
-                if set_index is not None:
-                    preparer.set_actor_index(i, actors)
-            actor = _Actor(i, num_envs, program.spec, agent.unroll_length(config), preparer)
-            if set_index is not None:
-                set_index(i, actors, actor.rows)
-            self.actors.append(actor)
+        layout, data_path = program.layout, program.data_path()
+        policy = agent.make_policy(program.spec, config, net, program.seed, layout)
+        self.acting = Acting(policy, program.spec, "train")
+        self.actors = [
+            _Actor(i, run.num_envs, program.spec, data_path.unroll_length, adder)
+            for i, adder in enumerate(data_path.make_adder(policy, i) for i in range(run.actors))
+        ]
+        self.tables = list(tables)
         self.server = InferenceServer(
-            policy, run.inference_batch or actors * num_envs, run.inference_timeout_ms / 1e3
+            self.acting,
+            run.inference_batch or run.actors * run.num_envs,
+            run.inference_timeout_ms / 1e3,
+            weights,
         )
-        self.items: queue.Queue[Item] = queue.Queue(queue_capacity)
         self.reconnects = 0
         self.failure: BaseException | None = None
+        self._stats: list[ActorStats] = []
+        self._stats_lock = threading.Lock()
         self._stopping = threading.Event()
-        self._published = threading.Condition()
 
     # The actors' side.
 
@@ -164,62 +156,45 @@ class CentralActing:
                     message.final_obs,
                     message.obs,
                 )
-                if unroll is not None and not self._emit(actor, unroll):
+                if unroll is not None and not self._hand_on(actor, unroll):
                     return None
-            if self.on_policy and not self._wait_for_version(actor):
-                return None
             try:
-                answer = self.server.infer(actor.rows, message.obs, rewards, ended)
+                served = self.server.infer(actor.rows, message.obs, rewards, ended)
             except ServerStopped:
                 return None
             except BaseException as err:  # e.g. observations the network cannot take
                 self.failure = err
                 raise
-            actor.assembler.acted(*answer)
-            return answer[0]
+            actor.assembler.acted(served.actions, served.extras, served.version)
+            return served.env_actions
 
-    def _emit(self, actor: _Actor, unroll: Unroll) -> bool:
-        item: Unroll | Transitions = unroll
-        if actor.preparer is not None:
-            with self.server.locked():  # the preparer shares the server's network
-                item = actor.preparer.prepare(unroll)
-        entry = (item, actor.returns, actor.lengths)
+    def _hand_on(self, actor: _Actor, unroll: Unroll) -> bool:
+        """The unroll's items into the actor's table (waiting as the table says); its counts
+        for the driver. False once the run is ending."""
+        with self.server.locked():  # the adder may use the server's network (priorities)
+            items = actor.adder.add(unroll)
+        stats = ActorStats(
+            unroll.length * unroll.batch_size,
+            actor.returns,
+            actor.lengths,
+            unroll.behaviour_version,
+        )
         actor.returns, actor.lengths = [], []
-        actor.gated_version = unroll.behaviour_version
-        while not self._stopping.is_set():
-            try:
-                self.items.put(entry, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def _wait_for_version(self, actor: _Actor) -> bool:
-        """On-policy: after an unroll, wait until the learner published newer weights."""
-        with self._published:
-            while self.server.version <= actor.gated_version and not self._stopping.is_set():
-                self._published.wait(0.1)
-        return not self._stopping.is_set()
+        with self._stats_lock:
+            self._stats.append(stats)
+        table = self.tables[actor.index % len(self.tables)]
+        inserted = table.insert(items, unroll.behaviour_version, steps=stats.steps)
+        return inserted and not self._stopping.is_set()
 
     # The learner's side.
 
-    def take(self, timeout: float | None = None) -> Item | None:
-        """The next queued unroll (None after `timeout` seconds without one); raises what an
-        actor failed with."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            try:
-                return self.items.get(timeout=0.1)
-            except queue.Empty:
-                if self.failure is not None:
-                    raise self.failure from None
-                if deadline is not None and time.monotonic() > deadline:
-                    return None
-
-    def publish(self, version: int, weights: Any) -> None:
-        self.server.load_weights(weights, version)
-        with self._published:
-            self._published.notify_all()
+    def drain(self) -> list[ActorStats]:
+        """Counts of the unrolls finished since the last call; raises what an actor failed with."""
+        if self.failure is not None:
+            raise self.failure
+        with self._stats_lock:
+            stats, self._stats = self._stats, []
+        return stats
 
     def metrics(self) -> dict[str, float]:
         row = self.server.stats.report()
@@ -233,5 +208,3 @@ class CentralActing:
     def stop(self) -> None:
         self._stopping.set()
         self.server.stop()
-        with self._published:
-            self._published.notify_all()

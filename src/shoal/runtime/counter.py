@@ -51,12 +51,17 @@ class Counter:
             self.target_reached_at = time.time()
             self.target_reached_step = self.env_steps
 
-    def progress(self) -> float:
-        """Fraction of the budget used, in [0, 1]: steps or wall time, whichever is further."""
-        done = self.env_steps / self.config.total_steps
-        if self.config.max_time is not None:
-            done = max(done, self.elapsed / self.config.max_time)
-        return min(1.0, done)
+    def progress(self, steps: int | None = None) -> float:
+        """Fraction of the budget used, in [0, 1]: steps (`env_steps` unless given) or wall
+        time, whichever is further."""
+        done = (self.env_steps if steps is None else steps) / self.config.total_steps
+        return min(1.0, max(done, self.time_progress()))
+
+    def time_progress(self) -> float:
+        """Fraction of `max_time` used (0 without one)."""
+        if self.config.max_time is None:
+            return 0.0
+        return min(1.0, self.elapsed / self.config.max_time)
 
     def stop_reason(self) -> str | None:
         if self.env_steps >= self.config.total_steps:

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from shoal.checkpoint import save_checkpoint
+from shoal.runtime.actor import ActorStats
 from shoal.runtime.counter import Counter
 from shoal.runtime.program import Program
 from shoal.telemetry import Console, MetricsWriter
@@ -64,25 +65,33 @@ class Driver:
             learner.load_state_dict(self.resume["learner"])
             torch.set_rng_state(self.resume["torch_rng"])
 
-    def add_experience(self, steps: int, returns: list[float], lengths: list[int]) -> None:
-        self.counter.env_steps += steps
-        self.counter.add_episodes(returns, lengths)
+    def add_experience(self, stats: ActorStats | None) -> None:
+        """Count what one unroll of an actor added (None: nothing, the run is ending)."""
+        if stats is None:
+            return
+        self.counter.env_steps += stats.steps
+        self.counter.add_episodes(stats.returns, stats.lengths)
         self.console.update(self.counter.env_steps, self.counter.mean_return)
 
     def count(self, event: str, n: int = 1) -> None:
         self.counts[event] = self.counts.get(event, 0) + n
 
     def after_update(
-        self, metrics: dict[str, float], policy_lag: float, learner_state: Callable[[], dict]
+        self,
+        metrics: Callable[[], dict[str, float]],
+        policy_lag: float,
+        learner_state: Callable[[], dict],
+        updates: int = 1,
     ) -> None:
-        """Write a metrics row and a checkpoint when their step counts have been passed."""
+        """Count `updates` learner updates; write a metrics row (asking `metrics` for the
+        learner's figures) and a checkpoint when their step counts have been passed."""
         counter, run = self.counter, self.program.run
-        counter.updates += 1
+        counter.updates += updates
         if counter.env_steps >= self._next_log:
             now = time.time()
             then, steps_then = self._last_log
             rate = (counter.env_steps - steps_then) / max(now - then, 1e-9)
-            self.writer.write(self._row(metrics, policy_lag, rate))
+            self.writer.write(self._row(metrics(), policy_lag, rate))
             self._last_log = (now, counter.env_steps)
             self._next_log = _next_multiple(counter.env_steps, run.log_interval)
         if counter.env_steps >= self._next_checkpoint:

@@ -6,10 +6,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from shoal.agents.base import EvalPolicy
 from shoal.envs.registry import EnvFactory
 from shoal.envs.spec import EnvSpec
 from shoal.envs.vector import InProcessVectorEnv
+from shoal.runtime.rows import Acting
 
 
 @dataclass(frozen=True)
@@ -34,9 +34,11 @@ class EvalResult:
 
 
 def evaluate_policy(
-    policy: EvalPolicy, factory: EnvFactory, spec: EnvSpec, episodes: int, seed: int
+    acting: Acting, factory: EnvFactory, spec: EnvSpec, episodes: int, seed: int
 ) -> EvalResult:
-    """Mean return of `episodes` whole episodes, stepping up to 8 envs together."""
+    """Mean return of `episodes` whole episodes, stepping up to 8 envs together.
+
+    `acting` holds the policy in its evaluation mode and carries each env's recurrent state."""
     width = max(1, min(episodes, 8))
     env = InProcessVectorEnv([factory] * width, spec, seed)
     returns: list[float] = []
@@ -44,16 +46,10 @@ def evaluate_policy(
     obs = env.reset()
     started = width  # episodes begun; an env whose episode would exceed the count stops counting
     active = np.ones(width, bool)
-    episode_ended = getattr(policy, "episode_ended", None)
-    # Policies that take the previous reward as an input (R2D2) hear each step's rewards.
-    observe_rewards = getattr(policy, "observe_rewards", None)
     try:
         while len(returns) < episodes:
-            step = env.step(policy.act(obs))
-            if observe_rewards is not None:
-                observe_rewards(step.reward)
-            if episode_ended is not None:  # recurrent policies reset their state per env
-                episode_ended(step.terminated | step.truncated)
+            step = env.step(acting.act(obs)[0])
+            acting.observe(step.reward, step.terminated | step.truncated)
             ended = np.nonzero(step.terminated | step.truncated)[0]
             for k, b in enumerate(ended):
                 if active[b]:

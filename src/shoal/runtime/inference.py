@@ -6,12 +6,12 @@ It serves a batch as soon as `max_batch` observations are waiting, or when the o
 call is `timeout_s` old, whatever is ready then: a slow or dead actor delays the others by at
 most the timeout, never stalls them.
 
-Each environment owns a fixed row (slot) of the policy's per-env state (recurrent state,
-previous action and reward, exploration rate): actor i's E envs are rows `[i E, (i + 1) E)`.
+Each environment owns a fixed row of the runtime's per-row store (`shoal.runtime.rows.Acting`:
+recurrent state, previous action and reward): actor i's E envs are rows `[i E, (i + 1) E)`.
 A call carries what happened since the last one (rewards, which episodes ended, whether the
 actor (re)connected), and the serving thread applies it to those rows before acting, so the
-policy is only ever touched by one thread. Policies that support this take `rows` in `act`,
-`observe_rewards`, `episode_ended` and `set_actor_index` (see `shoal.agents.base.Policy`).
+policy and its rows are only ever touched by one thread. Between batches the serving thread
+takes newer weights from the learner's board, if any.
 """
 
 from __future__ import annotations
@@ -19,15 +19,25 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from shoal.runtime.rows import Acting
 from shoal.tree import leaves, map_tree
 
 
 class ServerStopped(Exception):
     """Raised in callers waiting on a server that was stopped."""
+
+
+class Served(NamedTuple):
+    """The answer to one call."""
+
+    env_actions: np.ndarray  # [n, ...] for the envs
+    actions: np.ndarray  # [n, ...] as the policy chose them, to record
+    extras: dict[str, np.ndarray]  # [n, ...] to record with the step
+    version: int  # learner version of the weights that acted
 
 
 @dataclass
@@ -38,7 +48,7 @@ class _Call:
     ended: np.ndarray  # [n] bool: these rows start a new episode at `obs`
     arrived: float = field(default_factory=time.perf_counter)
     done: threading.Event = field(default_factory=threading.Event)
-    result: tuple[np.ndarray, dict[str, np.ndarray], int] | None = None
+    result: Served | None = None
     error: BaseException | None = None
 
     @property
@@ -80,12 +90,17 @@ class ServeStats:
 
 
 class InferenceServer:
-    """Dynamic batching over one policy that keeps per-row state; thread-safe `infer`."""
+    """Dynamic batching over one `Acting` (a policy and its rows); thread-safe `infer`.
 
-    def __init__(self, policy: Any, max_batch: int, timeout_s: float) -> None:
+    `weights` (a `WeightsBoard` or anything with its `take`) is asked for newer weights before
+    each batch."""
+
+    def __init__(
+        self, acting: Acting, max_batch: int, timeout_s: float, weights: Any = None
+    ) -> None:
         if max_batch < 1 or timeout_s < 0:
             raise ValueError(f"need max_batch >= 1, timeout_s >= 0; got {max_batch}, {timeout_s}")
-        self.policy = policy
+        self.acting, self.weights = acting, weights
         self.max_batch, self.timeout_s = max_batch, timeout_s
         self.stats = ServeStats(max_batch)
         self._waiting: list[_Call] = []
@@ -97,7 +112,7 @@ class InferenceServer:
 
     @property
     def version(self) -> int:
-        return int(self.policy.version)
+        return int(self.acting.version)
 
     def infer(
         self,
@@ -105,8 +120,8 @@ class InferenceServer:
         obs: Any,
         rewards: np.ndarray | None = None,
         ended: np.ndarray | None = None,
-    ) -> tuple[np.ndarray, dict[str, np.ndarray], int]:
-        """Actions and extras for `obs` `[n, ...]` of `rows`, and the weights' version.
+    ) -> Served:
+        """Actions for `obs` `[n, ...]` of `rows`, what to record, and the weights' version.
 
         `rewards` are those of the step that led to `obs` (None when the caller just connected:
         its rows start afresh); `ended` marks rows whose episode ended there.
@@ -132,7 +147,7 @@ class InferenceServer:
     def load_weights(self, weights: Any, version: int) -> None:
         """New weights, taken between two batches."""
         with self._policy_lock:
-            self.policy.load_weights(weights, version)
+            self.acting.load_weights(weights, version)
 
     def locked(self) -> threading.Lock:
         """Hold this to use the policy's network from another thread (e.g. for priorities)."""
@@ -176,6 +191,10 @@ class InferenceServer:
             started = time.perf_counter()
             try:
                 with self._policy_lock:
+                    if self.weights is not None:
+                        published = self.weights.take(self.acting.version)
+                        if published is not None:
+                            self.acting.load_weights(published[1], published[0])
                     results = self._act(calls)
                     version = self.version
             except BaseException as err:  # the callers see it, the server keeps serving
@@ -184,25 +203,23 @@ class InferenceServer:
                     call.done.set()
                 continue
             self.stats.add(calls, started, time.perf_counter())
-            for call, (actions, extras) in zip(calls, results, strict=True):
-                call.result = (actions, extras, version)
+            for call, (env_actions, actions, extras) in zip(calls, results, strict=True):
+                call.result = Served(env_actions, actions, extras, version)
                 call.done.set()
 
-    def _act(self, calls: list[_Call]) -> list[tuple[np.ndarray, dict[str, np.ndarray]]]:
-        policy = self.policy
-        rows = np.concatenate([call.rows for call in calls])
-        observe = getattr(policy, "observe_rewards", None)
-        episode_ended = getattr(policy, "episode_ended", None)  # stateless policies have none
+    def _act(self, calls: list[_Call]) -> list[tuple[np.ndarray, np.ndarray, dict]]:
+        acting = self.acting
         for call in calls:
-            if call.rewards is not None and observe is not None:
-                observe(call.rewards, call.rows)
-            if episode_ended is not None:
-                episode_ended(call.ended, call.rows)
+            if call.rewards is None:  # (re)connected: these rows start afresh
+                acting.restart(call.rows)
+            else:
+                acting.observe(call.rewards, call.ended, call.rows)
+        rows = np.concatenate([call.rows for call in calls])
         obs = map_tree(lambda *xs: np.concatenate(xs), *[call.obs for call in calls])
-        actions, extras = policy.act(obs, rows)
+        env_actions, actions, extras = acting.act(obs, rows)
         out, start = [], 0
         for call in calls:
             part = slice(start, start + call.size)
-            out.append((actions[part], {k: v[part] for k, v in extras.items()}))
+            out.append((env_actions[part], actions[part], {k: v[part] for k, v in extras.items()}))
             start += call.size
         return out

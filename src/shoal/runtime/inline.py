@@ -1,162 +1,164 @@
 """The inline launcher: the whole program in this process.
 
-On-policy agents (PPO) act and learn in turn, deterministically under a seed: torch's generator,
-the policy's sampler and env i's seed (seed + i) all derive from it, and metrics rows are written
-at step counts, not on a clock. Off-policy agents (IMPALA) overlap: an actor thread fills a
-bounded queue of unrolls with its own copy of the network, and picks up each new version of the
-weights the learner publishes; the queue's capacity bounds the policy lag. Thread timing makes
-overlapped runs not bit-reproducible; set `run.overlap=false` for that.
+It only decides placement; the parts are the same for every agent (`Actor`, `LearnerLoop`,
+`CentralActing` and the agent's data path):
+
+- in turn (the data path's default for on-policy queues and replay): one unroll, then every
+  update the table allows, deterministically under a seed (torch's generator, the policy's
+  sampler and env i's seed `seed + i` all derive from it, and metrics rows are written at step
+  counts, not on a clock), so how well a seed learns does not depend on how busy the machine
+  is; on CPU actor and learner share one network, so no weights are copied;
+- overlapped (`--overlap`, the default for off-policy unroll queues): an actor thread with
+  its own copy of the network, taking the newest weights the learner publishes; the table makes
+  each side wait for the other, so how much is learned per step does not depend on thread
+  timing, though the runs are not bit-reproducible;
+- central inference: env-only actor threads served by one inference server.
 """
 
 from __future__ import annotations
 
-import queue
 import threading
-from typing import Any
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import torch
 
-from shoal.agents.base import Transitions, Unroll, combine, env_steps
 from shoal.envs.registry import make_vector_env
+from shoal.runtime.actor import Actor, ActorStats, build_actor
 from shoal.runtime.central import CentralActing, EnvLoop
-from shoal.runtime.collector import UnrollCollector
 from shoal.runtime.counter import Counter
 from shoal.runtime.driver import TIMING_KEYS, Driver
+from shoal.runtime.learning import LearnerLoop, WeightsBoard, build_learner
 from shoal.runtime.program import Program
 
 __all__ = ["TIMING_KEYS", "run_inline"]
 
-# What the actor thread queues: an unroll (or its transitions) and the episodes that ended.
-Item = tuple[Unroll | Transitions, list[float], list[int]]
+WAIT_S = 0.05  # how long the learner waits for a batch before it looks at the stop conditions
 
 
 def run_inline(program: Program, resume: dict[str, Any] | None = None) -> Counter:
     """Train until a stop condition holds; write metrics and checkpoints to the run directory."""
-    agent, config, run = program.agent, program.agent_config, program.run
+    run = program.run
     torch.set_num_threads(run.torch_threads)
     torch.manual_seed(program.seed)
     with Driver(program, resume) as driver:
         if run.inference == "central":
-            _run_central(driver, program)
-            return driver.counter
-        overlap = program.overlaps
-        device = program.learner_device(shares_network_with_actor=not overlap)
-        net = agent.make_networks(program.spec, config).to(device)
-        learner = agent.make_learner(program.spec, config, net)
-        driver.restore(learner)
-        # Acting in turn shares the learner's network; overlapping needs a copy of its own.
-        actor_net = agent.make_networks(program.spec, config) if overlap else net
-        policy = agent.make_policy(program.spec, config, actor_net, driver.env_seed)
-        if overlap:
-            policy.load_weights(learner.weights(), learner.version)
-        env = make_vector_env(
-            program.env_source, program.spec, program.env_config, run.num_envs, driver.env_seed
-        )
-        collector = UnrollCollector(env, policy, agent.unroll_length(config))
-        try:
-            if overlap:
-                _overlapped(driver, collector, learner, agent.batch_unrolls(config))
-            else:
-                _in_turn(driver, collector, learner, policy)
-            driver.checkpoint(learner.state_dict())
-        finally:
-            env.close()
+            _central(driver, program)
+        elif program.overlaps:
+            _overlapped(driver, program)
+        else:
+            _in_turn(driver, program)
     return driver.counter
 
 
-def _in_turn(driver: Driver, collector: UnrollCollector, learner: Any, policy: Any) -> None:
+def _in_turn(driver: Driver, program: Program) -> None:
+    """One unroll, then every update the table allows. On CPU actor and learner share one
+    network; a learner on a GPU publishes its weights to the actor's CPU copy each turn."""
+    agent, config = program.agent, program.agent_config
+    device = program.learner_device()
+    net = agent.make_networks(program.spec, config).to(device)
+    learner = agent.make_learner(program.spec, config, net)
+    driver.restore(learner)
+    table = program.data_path().make_table(1, program.seed)
+    shared = device.type == "cpu"
+    board = None if shared else WeightsBoard()
+    loop = LearnerLoop(learner, table, board, progress=_progress(driver))
+    actor = build_actor(
+        program, 0, driver.env_seed, table, weights=board, net=net if shared else None
+    )
+    try:
+        while not driver.should_stop():
+            if shared:  # one network: only the version moves
+                actor.acting.version = learner.version
+            driver.add_experience(actor.run_unroll(block=False))
+            while table.can_sample():
+                loop.try_update()
+                driver.after_update(loop.metrics, loop.lag, loop.state_dict)
+        driver.checkpoint(loop.state_dict())
+    finally:
+        actor.close()
+
+
+def _progress(driver: Driver) -> Callable[[int], float]:
+    """The budget used once the table has `steps` env steps (after those of a resumed run)."""
+    start = driver.counter.env_steps
+    return lambda steps: driver.counter.progress(start + steps)
+
+
+class _Acting(Protocol):
+    """Whatever acts beside the learner: an actor thread, or the central inference hub."""
+
+    def drain(self) -> list[ActorStats]: ...
+
+
+def _learn_beside(driver: Driver, loop: LearnerLoop, acting: _Acting) -> None:
+    """Learn while `acting` acts elsewhere, counting what it reports, until a stop condition."""
     while not driver.should_stop():
-        unroll = collector.collect_for_learner()
-        driver.add_experience(env_steps(unroll), *collector.drain_episodes())
-        metrics = learner.update(unroll, driver.counter.progress())
-        policy.version = learner.version  # one shared network: only the version moves
-        driver.after_update(metrics, 0, learner.state_dict)
+        for stats in acting.drain():
+            driver.add_experience(stats)
+        if loop.try_update(WAIT_S):
+            driver.after_update(loop.metrics, loop.lag, loop.state_dict)
+    driver.checkpoint(loop.state_dict())
 
 
 class _ActorThread(threading.Thread):
-    """Collects unrolls into a bounded queue, loading the newest published weights first."""
+    """Runs an `Actor` until stopped; its counts wait in a deque for the learner's thread."""
 
-    def __init__(self, collector: UnrollCollector, capacity: int) -> None:
-        super().__init__(name="shoal-actor", daemon=True)
-        self.collector = collector
-        self.unrolls: queue.Queue[Item] = queue.Queue(capacity)
+    def __init__(self, actor: Actor, name: str = "shoal-actor") -> None:
+        super().__init__(name=name, daemon=True)
+        self.actor = actor
         self.stopping = threading.Event()
         self.error: BaseException | None = None
-        self._published: tuple[int, Any] | None = None
-        self._lock = threading.Lock()
-
-    def publish(self, version: int, weights: Any) -> None:
-        with self._lock:
-            self._published = (version, weights)
+        self._stats: deque[ActorStats] = deque()
 
     def run(self) -> None:
-        policy = self.collector.policy
         try:
             while not self.stopping.is_set():
-                with self._lock:
-                    published = self._published
-                if published is not None and published[0] > policy.version:
-                    policy.load_weights(published[1], published[0])
-                item = (self.collector.collect_for_learner(), *self.collector.drain_episodes())
-                while not self.stopping.is_set():
-                    try:
-                        self.unrolls.put(item, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
+                stats = self.actor.run_unroll()
+                if stats is None:  # the table closed: the run is over
+                    return
+                self._stats.append(stats)
         except BaseException as err:  # surfaced in the learner's thread
             self.error = err
 
-    def take(self) -> Item:
-        while True:
-            try:
-                return self.unrolls.get(timeout=0.1)
-            except queue.Empty:
-                if self.error is not None:
-                    raise self.error from None
-                if not self.is_alive():
-                    raise RuntimeError("the actor thread stopped without an error") from None
+    def drain(self) -> list[ActorStats]:
+        if self.error is not None:
+            raise self.error
+        if not self.is_alive() and not self.stopping.is_set():
+            raise RuntimeError("the actor thread stopped without an error")
+        return [self._stats.popleft() for _ in range(len(self._stats))]
 
 
-def _overlapped(driver: Driver, collector: UnrollCollector, learner: Any, batch: int) -> None:
-    actor = _ActorThread(collector, driver.program.run.queue_capacity)
-    actor.start()
-    try:
-        _learn_from(driver, actor, learner, batch)
-    finally:
-        actor.stopping.set()
-        actor.join(timeout=30)
-
-
-def _learn_from(driver: Driver, source: Any, learner: Any, batch: int) -> None:
-    """Update on `batch` items at a time from `source.take()`; publish each new version."""
-    report = getattr(source, "metrics", None)  # central inference: server and actor figures
-    while not driver.should_stop():
-        unrolls = []
-        for _ in range(batch):
-            unroll, returns, lengths = source.take()
-            driver.add_experience(env_steps(unroll), returns, lengths)
-            unrolls.append(unroll)
-        lag = learner.version - min(u.behaviour_version for u in unrolls)
-        metrics = learner.update(combine(unrolls), driver.counter.progress())
-        source.publish(learner.version, learner.weights())
-        if report is not None:
-            metrics |= report()
-        driver.after_update(metrics, lag, learner.state_dict)
-
-
-def _run_central(driver: Driver, program: Program) -> None:
-    """Central inference in one process: actor threads step envs, a server thread acts."""
-    agent, config, run = program.agent, program.agent_config, program.run
-    device = program.learner_device(shares_network_with_actor=False)
-    learner = agent.make_learner(
-        program.spec, config, agent.make_networks(program.spec, config).to(device)
-    )
+def _overlapped(driver: Driver, program: Program) -> None:
+    """An actor thread with its own network; the learner in this thread."""
+    learner = build_learner(program, program.learner_device())
     driver.restore(learner)
-    hub = CentralActing(
-        program, agent.make_networks(program.spec, config).to(device), run.queue_capacity
-    )
-    hub.publish(learner.version, learner.weights())
+    table = program.data_path().make_table(1, program.seed)
+    board = WeightsBoard()
+    loop = LearnerLoop(learner, table, board, progress=_progress(driver))
+    thread = _ActorThread(build_actor(program, 0, driver.env_seed, table, weights=board))
+    thread.start()
+    try:
+        _learn_beside(driver, loop, thread)
+    finally:
+        thread.stopping.set()
+        table.close()
+        thread.join(timeout=30)
+        thread.actor.close()
+
+
+def _central(driver: Driver, program: Program) -> None:
+    """Central inference in one process: actor threads step envs, a server thread acts."""
+    run = program.run
+    device = program.learner_device()
+    learner = build_learner(program, device)
+    driver.restore(learner)
+    table = program.data_path().make_table(1, program.seed)
+    board = WeightsBoard()
+    net = program.agent.make_networks(program.spec, program.agent_config).to(device)
+    hub = CentralActing(program, net, [table], board)
+    loop = LearnerLoop(learner, table, board, (hub.metrics,), _progress(driver))
     envs = [
         make_vector_env(
             program.env_source,
@@ -171,12 +173,10 @@ def _run_central(driver: Driver, program: Program) -> None:
     for thread in threads:
         thread.start()
     try:
-        # On-policy: one unroll of every actor, all acted by the same weights, per update.
-        batch = run.actors if agent.on_policy else agent.batch_unrolls(config)
-        _learn_from(driver, hub, learner, batch)
-        driver.checkpoint(learner.state_dict())
+        _learn_beside(driver, loop, hub)
     finally:
         hub.stop()
+        table.close()
         for thread in threads:
             thread.join(timeout=30)
         for env in envs:
@@ -193,6 +193,6 @@ class _EnvThread(threading.Thread):
     def run(self) -> None:
         try:
             self.loop.run(self.hub.step)
-        except BaseException as err:  # surfaced by the learner's next `take`
+        except BaseException as err:  # surfaced by the learner's next `drain`
             if self.hub.failure is None:
                 self.hub.failure = err

@@ -9,11 +9,23 @@ from typing import Any
 import torch
 
 from shoal.agents.base import Agent
+from shoal.data import DataPath, Layout
 from shoal.envs.config import EnvConfig
 from shoal.envs.registry import EnvSource
 from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError
 from shoal.runtime.config import RunConfig
+
+
+def run_layout(run: RunConfig) -> Layout:
+    """How the run's envs are spread over actors: inline with actor-side inference there is
+    one actor; on ray, or with central inference, `run.actors`."""
+    many = run.runtime == "ray" or run.inference == "central"
+    actors = run.actors if many else 1
+    capacity = run.queue_capacity
+    if run.runtime == "ray":  # every actor may have its requests' unrolls waiting
+        capacity = max(capacity, run.actors * run.max_inflight)
+    return Layout(actors=actors, envs_per_actor=run.num_envs, queue_capacity=capacity)
 
 
 @dataclass(frozen=True)
@@ -36,27 +48,24 @@ class Program:
         return self.run_dir / "checkpoints"
 
     @property
+    def layout(self) -> Layout:
+        return run_layout(self.run)
+
+    def data_path(self) -> DataPath:
+        """The agent's data path for this run's layout."""
+        return self.agent.make_data_path(self.spec, self.agent_config, self.layout)
+
+    @property
     def overlaps(self) -> bool:
-        """Inline: whether an actor thread acts while the learner learns (off-policy default)."""
-        return self.run.overlap if self.run.overlap is not None else not self.agent.on_policy
+        """Inline: whether an actor thread acts while the learner learns (the data path's
+        default unless --overlap says otherwise)."""
+        return self.run.overlap if self.run.overlap is not None else self.data_path().overlap
 
-    def learner_device(self, shares_network_with_actor: bool) -> torch.device:
-        """The device of the learner's network in the calling process.
-
-        Off-policy learners keep their own network, so it can live on a GPU while actors act on
-        CPU copies; on-policy learners (PPO) and in-turn runs, whose network the actor shares
-        (or which learn on CPU-sized networks), stay on CPU.
-        """
+    def learner_device(self) -> torch.device:
+        """The device of the learner's network in the calling process: cuda when `auto` and
+        the process sees a GPU (actors then act on CPU copies of its weights), else CPU."""
         wanted = self.run.learner_device
-        if self.agent.on_policy or shares_network_with_actor or wanted == "cpu":
-            if wanted == "cuda":
-                raise ConfigError(
-                    f"--learner-device cuda needs an off-policy agent with its own learner "
-                    f"network; {self.agent.name} learns on CPU here (in turn with its actor, or "
-                    "on-policy). Leave --learner-device at auto."
-                )
-            return torch.device("cpu")
-        if torch.cuda.is_available():
+        if wanted != "cpu" and torch.cuda.is_available():
             return torch.device("cuda")
         if wanted == "cuda":
             raise ConfigError(

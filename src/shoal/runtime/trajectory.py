@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from shoal.agents.base import Unroll
+from shoal.data import Unroll
 from shoal.envs.spec import EnvSpec
 from shoal.tree import map_tree
 
@@ -19,8 +19,8 @@ class TrajectoryAssembler:
     Every T results complete an unroll whose last observation starts the next one.
     """
 
-    def __init__(self, spec: EnvSpec, length: int) -> None:
-        self.spec, self.length = spec, length
+    def __init__(self, spec: EnvSpec, length: int, env_slot: int = 0) -> None:
+        self.spec, self.length, self.env_slot = spec, length, env_slot
         self._clear()
 
     def _clear(self) -> None:
@@ -96,4 +96,5 @@ class TrajectoryAssembler:
             ),
             final_index=np.array(self._final_index, np.int64).reshape(-1, 2),
             behaviour_version=int(self._version or 0),
+            env_slot=self.env_slot,
         )

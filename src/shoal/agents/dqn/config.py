@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+
 from shoal.agents.checks import (
     check_network_settings,
     require_finite_nonnegative,
@@ -107,7 +109,14 @@ class DQNConfig:
 
     def epsilon(self, actor_steps: int, actor_index: int, num_actors: int) -> float:
         """The exploration rate of actor `actor_index` of `num_actors` after `actor_steps`."""
+        return float(self.epsilons(np.array([actor_steps]), np.array([actor_index]), num_actors)[0])
+
+    def epsilons(
+        self, actor_steps: np.ndarray, actor_index: np.ndarray, num_actors: int
+    ) -> np.ndarray:
+        """`epsilon` for many envs at once: `[n]` steps of their actors and actor indices."""
         if self.exploration == "apex":
-            return apex_epsilon(self.apex_epsilon, self.apex_alpha, actor_index, num_actors)
-        fraction = min(1.0, actor_steps / self.epsilon_decay_steps)
+            spread = actor_index / (num_actors - 1) if num_actors > 1 else 0.0 * actor_index
+            return self.apex_epsilon ** (1.0 + self.apex_alpha * spread)
+        fraction = np.minimum(1.0, actor_steps / self.epsilon_decay_steps)
         return self.epsilon_start + fraction * (self.epsilon_end - self.epsilon_start)

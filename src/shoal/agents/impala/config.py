@@ -62,10 +62,3 @@ class IMPALAConfig:
                 )
         require_finite_nonnegative(self, ("value_coef", "entropy_coef", "max_grad_norm"))
         check_network_settings(self)
-
-
-def validate(config: IMPALAConfig, num_envs: int) -> None:
-    """Checks that need the run's env count as well as the agent config: none so far.
-
-    Any number of envs works; `batch_size` unrolls of `num_envs` columns form a learner batch.
-    """

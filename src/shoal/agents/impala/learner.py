@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from shoal.agents.base import NetworkLearner, Unroll, concat_unrolls
+from shoal.agents.base import NetworkLearner, Unroll, Update, concat_unrolls
 from shoal.agents.impala.config import IMPALAConfig
 from shoal.agents.impala.loss import Batch, impala_loss
 from shoal.agents.impala.networks import IMPALANet
@@ -23,7 +23,7 @@ class IMPALALearner(NetworkLearner):
         self.optimizer = Adam(net.parameters(), lr=config.learning_rate, eps=1e-5)
         self.version = 0
 
-    def update(self, batch: Unroll | Sequence[Unroll], progress: float) -> dict[str, float]:
+    def update(self, batch: Unroll | Sequence[Unroll], progress: float) -> Update:
         """One gradient step on `batch`; `progress` in [0, 1] anneals the learning rate."""
         unroll = batch if isinstance(batch, Unroll) else self.stack(batch)
         config = self.config
@@ -42,7 +42,7 @@ class IMPALALearner(NetworkLearner):
         metrics = {key: float(value) for key, value in result.metrics.items()}
         metrics["grad_norm"] = float(grad_norm)
         metrics["learning_rate"] = learning_rate
-        return metrics
+        return Update(metrics)
 
     @staticmethod
     def stack(unrolls: Sequence[Unroll]) -> Unroll:
@@ -50,10 +50,4 @@ class IMPALALearner(NetworkLearner):
         unrolls = list(unrolls)
         if not unrolls:
             raise ValueError("IMPALALearner.update got an empty list of unrolls.")
-        lengths = sorted({u.length for u in unrolls})
-        if len(lengths) > 1:
-            raise ValueError(
-                f"Unrolls in one batch must have the same length T, got lengths {lengths}; "
-                "collect them with the same unroll_length."
-            )
         return concat_unrolls(unrolls)

@@ -13,9 +13,9 @@ import numpy as np
 import torch
 
 from shoal import ops
-from shoal.agents.base import Unroll
 from shoal.agents.impala.config import IMPALAConfig
 from shoal.agents.impala.networks import IMPALANet
+from shoal.data import Unroll
 from shoal.nets import LSTMState
 from shoal.tree import map_tree
 
@@ -36,17 +36,19 @@ class Batch(NamedTuple):
 
     @classmethod
     def from_unroll(cls, unroll: Unroll) -> Batch:
-        """Tensors of an unroll collected by `IMPALAPolicy` (extras: logits, first, core state)."""
+        """Tensors of an unroll acted by `IMPALAPolicy` (extras: logits; recorded by the
+        runtime: first and, with an LSTM, the core state)."""
         ended = unroll.terminated | unroll.truncated
         extras = unroll.extras
         starts = extras.get("first", np.zeros_like(ended))
         recurrent = "core_h" in extras
         if recurrent and not np.array_equal(starts[1:], ended[:-1]):
             raise RuntimeError(
-                "The unroll's recorded episode starts do not follow its episode ends: the "
-                "recurrent IMPALA policy was not told when episodes ended, so it carried its LSTM "
-                "state from one episode into the next. The loop that steps the envs must call "
-                "policy.episode_ended(terminated | truncated) after every step."
+                "The unroll's recorded episode starts do not follow its episode ends: the loop "
+                "that stepped the envs did not report when episodes ended, so the LSTM state "
+                "was carried from one episode into the next. Report every step's "
+                "terminated | truncated to the acting rows (Acting.observe) so each ended "
+                "episode's row starts afresh (episode_ended)."
             )
         # obs[0] starts an episode where the actor said so; obs[t + 1] where step t ended one.
         first = np.concatenate([starts[:1], ended])

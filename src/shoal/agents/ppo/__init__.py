@@ -1,10 +1,29 @@
 """Proximal Policy Optimisation (Schulman et al. 2017) with GAE, on rollouts of a vector env."""
 
-from shoal.agents.base import Agent
-from shoal.agents.ppo.actor import PPOEvalPolicy, PPOPolicy
+from functools import partial
+
+from shoal.agents.base import Agent, Layout
+from shoal.agents.ppo.actor import PPOPolicy
 from shoal.agents.ppo.config import PPOConfig, validate
 from shoal.agents.ppo.learner import PPOLearner
 from shoal.agents.ppo.networks import make_networks
+from shoal.data import DataPath, UnrollQueue
+from shoal.envs.spec import EnvSpec
+
+
+def _queue(actors: int, shards: int, seed: int) -> UnrollQueue:
+    return UnrollQueue(batch=actors, capacity=actors, on_policy=True)
+
+
+def make_data_path(spec: EnvSpec, config: PPOConfig, layout: Layout) -> DataPath:
+    """On-policy: one rollout of every actor's envs per update, all acted by the weights being
+    learned from; acting waits for learning, so inline runs act and learn in turn."""
+    return DataPath(
+        unroll_length=config.rollout_length,
+        make_table=partial(_queue, layout.actors),
+        overlap=False,
+    )
+
 
 AGENT = Agent(
     name="ppo",
@@ -12,9 +31,7 @@ AGENT = Agent(
     make_networks=make_networks,
     make_policy=PPOPolicy,
     make_learner=PPOLearner,
-    make_eval_policy=PPOEvalPolicy,
-    data="unroll",
-    unroll_length=lambda config: config.rollout_length,
+    make_data_path=make_data_path,
     validate=validate,
 )
 

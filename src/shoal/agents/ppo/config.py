@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shoal.config import param
+from shoal.data import Layout
 from shoal.nets.mlp import Activation
 from shoal.nets.torso import check_torso_setting
 
@@ -58,8 +59,10 @@ class PPOConfig:
             raise ValueError(f"target_kl must be > 0 or None, got {self.target_kl}.")
 
 
-def validate(config: PPOConfig, num_envs: int) -> None:
-    """Checks that need the run's env count as well as the agent config."""
+def validate(config: PPOConfig, layout: Layout) -> None:
+    """Checks that need the run's layout as well as the agent config: a batch holds one rollout
+    of every actor's envs."""
+    num_envs = layout.total_envs
     rollout = config.rollout_length * num_envs
     if config.minibatch_size > rollout:
         raise ValueError(

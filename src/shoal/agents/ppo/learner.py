@@ -7,7 +7,7 @@ import functools
 import numpy as np
 import torch
 
-from shoal.agents.base import NetworkLearner, Unroll
+from shoal.agents.base import NetworkLearner, Unroll, Update
 from shoal.agents.ppo.config import PPOConfig
 from shoal.agents.ppo.loss import Minibatch, ppo_loss, rollout_targets
 from shoal.agents.ppo.networks import ActorCritic
@@ -24,7 +24,7 @@ class PPOLearner(NetworkLearner):
         self.version = 0
         self._return_acc: np.ndarray | None = None  # per-env discounted returns, for reward scaling
 
-    def update(self, batch: Unroll, progress: float) -> dict[str, float]:
+    def update(self, batch: Unroll, progress: float) -> Update:
         config, net = self.config, self.net
         remaining = max(0.0, 1.0 - progress)
         learning_rate = config.learning_rate * (remaining if config.anneal_lr else 1.0)
@@ -32,24 +32,29 @@ class PPOLearner(NetworkLearner):
         self.optimizer.lr = learning_rate
 
         length, width = batch.length, batch.batch_size
-        obs = map_tree(torch.from_numpy, batch.obs)
-        terminated = torch.from_numpy(batch.terminated)
-        truncated = torch.from_numpy(batch.truncated)
-        rewards = torch.from_numpy(self._scaled_rewards(batch))
+        device = next(net.parameters()).device
+
+        def tensor(x: np.ndarray) -> torch.Tensor:
+            return torch.from_numpy(x).to(device, non_blocking=True)
+
+        obs = map_tree(tensor, batch.obs)
+        terminated = tensor(batch.terminated)
+        truncated = tensor(batch.truncated)
+        rewards = tensor(self._scaled_rewards(batch))
         with torch.no_grad():
             values = net.value(map_tree(lambda x: x.flatten(0, 1), obs)).view(length + 1, width)
             v_t = values[1:].clone()
             if len(batch.final_index):
-                t, b = torch.from_numpy(batch.final_index).unbind(1)
-                v_t[t, b] = net.value(map_tree(torch.from_numpy, batch.final_obs))
+                t, b = tensor(batch.final_index).unbind(1)
+                v_t[t, b] = net.value(map_tree(tensor, batch.final_obs))
         advantages, returns = rollout_targets(
             config, rewards, terminated, truncated, values[:-1], v_t
         )
         actions = batch.extras.get("action", batch.actions)
         data = Minibatch(
             obs=map_tree(lambda x: x[:-1].flatten(0, 1), obs),
-            actions=torch.from_numpy(actions).flatten(0, 1),
-            old_log_prob=torch.from_numpy(batch.extras["log_prob"]).flatten(),
+            actions=tensor(actions).flatten(0, 1),
+            old_log_prob=tensor(batch.extras["log_prob"]).flatten(),
             old_values=values[:-1].flatten(),
             advantages=advantages.flatten(),
             returns=returns.flatten(),
@@ -62,7 +67,7 @@ class PPOLearner(NetworkLearner):
         y, v = returns.flatten(), values[:-1].flatten()
         metrics["explained_variance"] = float(1 - (y - v).var() / y.var().clamp_min(1e-8))
         metrics["learning_rate"] = learning_rate
-        return metrics
+        return Update(metrics)
 
     def _optimise(self, data: Minibatch, clip_eps: float) -> dict[str, float]:
         config = self.config
@@ -71,7 +76,7 @@ class PPOLearner(NetworkLearner):
         sums: dict[str, float] = {}
         steps = 0
         for _ in range(config.num_epochs):
-            order = torch.randperm(size)
+            order = torch.randperm(size).to(data.actions.device)
             epoch_kl = 0.0
             for start in range(0, size - mb + 1, mb):
                 index = order[start : start + mb]

@@ -1,0 +1,89 @@
+"""DQN's data path: n-step transitions with initial priorities into a rate-limited replay.
+
+Actors assemble n-step transitions and compute their initial priorities with their own network
+(Ape-X, Horgan et al. 2018); the replay table keeps the learner at `samples_per_insert` sampled
+transitions per inserted one, whatever the speeds of actors and learner. On ray the replay is
+sharded over `--replay-shards` processes that actors fill directly.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+
+from shoal.agents.base import Layout
+from shoal.agents.dqn.actor import initial_priorities
+from shoal.agents.dqn.config import DQNConfig
+from shoal.data import DataPath, NStepAdder, ReplayTable
+from shoal.envs.spec import EnvSpec
+from shoal.errors import ConfigError
+from shoal.replay import TransitionReplay
+
+
+def stored_frame_stack(spec: EnvSpec) -> int:
+    """How many stacked frames an observation holds that replay can store once each (Atari: 4
+    uint8 frames of one image per agent step), else 1."""
+    shape = spec.obs_shape
+    stacked = spec.frames_per_step > 1 and spec.obs_dtype == np.uint8 and len(shape) == 3
+    return shape[0] if stacked else 1
+
+
+def make_replay(spec: EnvSpec, config: DQNConfig, shards: int = 1) -> TransitionReplay:
+    """One of `shards` replays for `spec`'s observations, holding `replay_capacity / shards`
+    transitions; stacked Atari frames are stored once each."""
+    if spec.dict_obs:
+        raise ConfigError(
+            f"DQN's replay stores Box observations; {spec.env_id} has Dict observations. Use "
+            "PPO or IMPALA, or flatten the observation in your env factory."
+        )
+    return TransitionReplay(
+        max(2, -(-config.replay_capacity // shards)),
+        spec.obs_shape,
+        spec.obs_dtype,
+        action_shape=spec.action_shape,
+        action_dtype=spec.action_dtype,
+        frame_stack=stored_frame_stack(spec),
+        prioritized=config.prioritized,
+        alpha=config.priority_alpha,
+        eps=config.priority_eps,
+    )
+
+
+def replay_table(replay: object, config: DQNConfig, shards: int, seed: int) -> ReplayTable:
+    """A replay behind the rate limiter; each of `shards` tables needs 1 / shards of the items
+    before learning starts."""
+    return ReplayTable(
+        replay,  # type: ignore[arg-type]
+        batch_size=config.batch_size,
+        samples_per_insert=config.samples_per_insert,
+        min_size=-(-config.min_replay_size // shards),
+        beta=config.priority_beta,
+        beta_end=config.priority_beta_end,
+        seed=seed,
+    )
+
+
+def _table(spec: EnvSpec, config: DQNConfig, shards: int, seed: int) -> ReplayTable:
+    return replay_table(make_replay(spec, config, shards), config, shards, seed)
+
+
+def _adder(config: DQNConfig, policy: object, actor: int) -> NStepAdder:
+    priorities = None
+    if config.prioritized:
+        priorities = partial(initial_priorities, policy.net, config)  # type: ignore[attr-defined]
+    return NStepAdder(config.n_step, config.gamma, actor, priorities)
+
+
+def make_data_path(spec: EnvSpec, config: DQNConfig, layout: Layout) -> DataPath:
+    make_replay(spec, config)  # observations replay cannot store fail before anything runs
+    return DataPath(
+        unroll_length=config.unroll_length,
+        make_table=partial(_table, spec, config),
+        make_adder=partial(_adder, config),
+        # Inline, act and learn in turn: the table fixes how much is learned per step anyway,
+        # and in turn a seed learns the same whatever else the machine is doing.
+        overlap=False,
+        sharded=True,
+        merge_stats=ReplayTable.merge_stats,
+    )

@@ -1,0 +1,96 @@
+"""Unrolls from actors to the learner, a batch at a time: the data path of PPO and IMPALA.
+
+On-policy (PPO, Schulman et al. 2017): every batch is acted by one version of the weights, the
+learner's current one. An actor that inserts an unroll acted by version v waits until the learner
+has learned from it (`after_update` with a version > v), so it acts next with the new weights;
+an unroll older than the learner's version is dropped (counted in `unrolls_dropped`). A batch
+lays its unrolls side by side in actor order, so it does not depend on which actor was faster.
+
+Off-policy (IMPALA, Espeholt et al. 2018): unrolls are taken as they come, and at most
+`capacity` wait; an actor that would exceed it waits. The capacity bounds how stale the data
+the learner sees can be (the policy lag), and V-trace corrects for the rest.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from shoal.data.base import Batch
+from shoal.data.unroll import Unroll, concat_unrolls
+
+__all__ = ["UnrollQueue"]
+
+
+class UnrollQueue:
+    """`batch` unrolls per learner batch (side by side along B), on-policy or bounded."""
+
+    def __init__(self, batch: int, capacity: int, on_policy: bool) -> None:
+        if batch < 1 or capacity < 1:
+            raise ValueError(f"need batch >= 1 and capacity >= 1, got {batch} and {capacity}.")
+        self.batch, self.on_policy = int(batch), bool(on_policy)
+        # On-policy, a batch is all that ever waits: its actors wait to be learned from.
+        self.capacity = self.batch if on_policy else max(int(capacity), self.batch)
+        self._pending: list[Unroll] = []
+        self._version = 0  # the learner's version after its last update
+        self._dropped = 0
+        self._steps = 0  # env steps of every unroll inserted
+        self._closed = False
+        self._cond = threading.Condition()
+
+    def insert(
+        self, items: Unroll | None, version: int, block: bool = True, steps: int = 0
+    ) -> bool:
+        with self._cond:
+            self._steps += steps
+            if items is None:
+                return not self._closed
+            if self.on_policy and version < self._version:
+                self._dropped += 1  # acted by weights the learner has moved past
+                return True
+            if block:
+                self._cond.wait_for(lambda: self._closed or len(self._pending) < self.capacity)
+            if self._closed:
+                return False
+            self._pending.append(items)
+            self._cond.notify_all()
+            if self.on_policy and block:
+                self._cond.wait_for(lambda: self._closed or self._version > version)
+            return True
+
+    def can_sample(self) -> bool:
+        with self._cond:
+            return len(self._pending) >= self.batch
+
+    def sample(self, progress: float, timeout: float | None) -> Batch | None:
+        with self._cond:
+            ready = self._cond.wait_for(
+                lambda: self._closed or len(self._pending) >= self.batch, timeout
+            )
+            if not ready or self._closed:
+                return None
+            taken, self._pending = self._pending[: self.batch], self._pending[self.batch :]
+            steps = self._steps
+            self._cond.notify_all()
+        if self.on_policy:  # in actor order, whichever arrived first: reproducible batches
+            taken.sort(key=lambda unroll: unroll.env_slot)
+        unroll = concat_unrolls(taken)
+        return Batch(unroll, unroll.behaviour_version, steps=steps)
+
+    def after_update(self, batch: Batch, priorities: np.ndarray | None, version: int) -> None:
+        with self._cond:
+            self._version = max(self._version, int(version))
+            self._cond.notify_all()
+
+    def stats(self) -> dict[str, float]:
+        return {"unrolls_dropped": float(self._dropped)} if self.on_policy else {}
+
+    @property
+    def sample_weight(self) -> float:
+        return float(len(self._pending))
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()

@@ -1,0 +1,100 @@
+"""The actor's side of every launcher: newest weights, one unroll, its items into the table.
+
+`Actor` is the same for every agent and placement: a thread of the inline launcher, a Ray actor
+process, or the in-turn loop all run `run_unroll`. What differs between agents lives in the
+data path (the adder that makes items, the table that decides when an insert may go on).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from shoal.data import Adder, Table
+from shoal.envs.registry import make_vector_env
+from shoal.runtime.collector import UnrollCollector
+from shoal.runtime.program import Program
+from shoal.runtime.rows import Acting
+
+__all__ = ["Actor", "ActorStats", "WeightsSource", "build_acting", "build_actor"]
+
+
+@dataclass
+class ActorStats:
+    """What one unroll adds to the run's counts."""
+
+    steps: int  # agent steps, summed over the actor's envs
+    returns: list[float] = field(default_factory=list)  # episodes that ended in it
+    lengths: list[int] = field(default_factory=list)
+    version: int = 0  # learner version of the weights that acted
+
+
+class WeightsSource(Protocol):
+    def take(self, have: int) -> tuple[int, Any] | None:
+        """Newer published `(version, weights)` than `have`, or None."""
+        ...
+
+
+def build_acting(program: Program, net: Any, seed: int, actor: int) -> Acting:
+    """Actor `actor`'s policy on `net` with its rows' store (slots `actor * E + j`)."""
+    agent, layout = program.agent, program.layout
+    policy = agent.make_policy(program.spec, program.agent_config, net, seed, layout)
+    return Acting(policy, program.spec, "train", slot_offset=actor * layout.envs_per_actor)
+
+
+class Actor:
+    """Steps one vector env with `acting` and inserts what its adder makes of each unroll."""
+
+    def __init__(
+        self,
+        collector: UnrollCollector,
+        adder: Adder,
+        table: Table,
+        weights: WeightsSource | None = None,
+    ) -> None:
+        self.collector, self.adder, self.table, self.weights = collector, adder, table, weights
+        self.acting = collector.acting
+
+    def run_unroll(self, block: bool = True) -> ActorStats | None:
+        """One unroll; None if the table closed while it waited to insert (the run ended)."""
+        if self.weights is not None:
+            published = self.weights.take(self.acting.version)
+            if published is not None:
+                self.acting.load_weights(published[1], published[0])
+        unroll = self.collector.collect()
+        items = self.adder.add(unroll)
+        steps = unroll.length * unroll.batch_size
+        version = unroll.behaviour_version
+        # Inserted even when the adder made no items yet, so the table counts the steps.
+        if not self.table.insert(items, version, block, steps):
+            return None
+        returns, lengths = self.collector.drain_episodes()
+        return ActorStats(steps, returns, lengths, unroll.behaviour_version)
+
+    def close(self) -> None:
+        self.collector.env.close()
+
+
+def build_actor(
+    program: Program,
+    index: int,
+    seed: int,
+    table: Table,
+    weights: WeightsSource | None = None,
+    net: Any = None,
+) -> Actor:
+    """Actor `index`: its envs (env j seeded `seed + j`), policy, adder and table.
+
+    `net` shares a network with the learner (inline, in turn); otherwise the actor builds its
+    own and takes weights from `weights`.
+    """
+    agent, config = program.agent, program.agent_config
+    if net is None:
+        net = agent.make_networks(program.spec, config)
+    acting = build_acting(program, net, seed, index)
+    env = make_vector_env(
+        program.env_source, program.spec, program.env_config, program.run.num_envs, seed
+    )
+    data_path = program.data_path()
+    collector = UnrollCollector(env, acting, data_path.unroll_length)
+    return Actor(collector, data_path.make_adder(acting.policy, index), table, weights)

@@ -1,0 +1,118 @@
+"""The learner's side of every launcher: take a batch, update, publish weights, feed back.
+
+`LearnerLoop` is the same for every agent and placement (Acme's `run_experiment` idea): the
+data path's table decides when a batch is ready (a full on-policy batch, an unroll within the
+staleness bound, a replay batch within the rate limiter's ratio), the learner learns from it,
+the newest weights go on the `WeightsBoard` if an actor asked for them, and the table hears what
+came of its batch (new priorities; the version that releases waiting on-policy actors). Policy
+lag is measured here, once: the learner's version minus the batch's behaviour version.
+
+The learner's `progress` (learning-rate and clip annealing) is that of the batch it learns from:
+the env steps acted into the tables by the time the batch was taken, not the driver's count
+at some moment, so an on-policy run anneals the same whatever the timing of its processes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from shoal.agents.base import Learner
+from shoal.data import Table
+from shoal.runtime.program import Program
+
+__all__ = ["LearnerLoop", "WeightsBoard", "build_learner"]
+
+
+def build_learner(program: Program, device: torch.device) -> Learner:
+    """The agent's learner with a network of its own on `device`."""
+    agent = program.agent
+    net = agent.make_networks(program.spec, program.agent_config).to(device)
+    return agent.make_learner(program.spec, program.agent_config, net)
+
+
+class WeightsBoard:
+    """The newest weights the learner published, for actors to take (thread-safe).
+
+    The learner copies its weights only when some actor asked since the last copy, so a learner
+    that updates many times per unroll (replay agents) copies them about once per unroll.
+    `pack` turns `Learner.weights()` into what is stored (a Ray object ref on the ray launcher).
+    """
+
+    def __init__(self, pack: Callable[[Any], Any] = lambda weights: weights) -> None:
+        self.pack = pack
+        self.version = -1
+        self.weights: Any = None
+        self._wanted = True
+        self._lock = threading.Lock()
+
+    def take(self, have: int) -> tuple[int, Any] | None:
+        """The published `(version, weights)` if newer than `have`; asks for newer ones."""
+        with self._lock:
+            self._wanted = True
+            if self.version > have:
+                return self.version, self.weights
+            return None
+
+    def offer(self, learner: Learner) -> None:
+        """Publish the learner's weights if an actor asked for them since the last time."""
+        with self._lock:
+            if not self._wanted:
+                return
+            self._wanted = False
+        packed = self.pack(learner.weights())
+        with self._lock:
+            self.version, self.weights = learner.version, packed
+
+
+class LearnerLoop:
+    """Batches from `table` into `learner`; weights onto `board`; metrics for the driver."""
+
+    def __init__(
+        self,
+        learner: Learner,
+        table: Table,
+        board: WeightsBoard | None = None,
+        metric_sources: tuple[Callable[[], dict[str, float]], ...] = (),
+        progress: Callable[[int], float] = lambda steps: 0.0,
+    ) -> None:
+        """`progress(steps)`: the budget used once the tables have `steps` env steps."""
+        self.learner, self.table, self.board = learner, table, board
+        self.progress = progress
+        self._steps = 0  # the tables' env steps at the last batch
+        self.metric_sources = (table.stats, *metric_sources)
+        self.last: dict[str, float] = {}
+        self.lag = 0.0
+        self.lock = threading.Lock()  # an update and a checkpoint never interleave
+        if board is not None:
+            board.offer(learner)  # the weights actors start from
+
+    def try_update(self, timeout: float | None = 0.0) -> bool:
+        """One update if the table hands out a batch within `timeout` seconds."""
+        batch = self.table.sample(self.progress(self._steps), timeout)
+        if batch is None:
+            return False
+        self._steps = batch.steps
+        learner = self.learner
+        with self.lock:
+            lag = learner.version - batch.behaviour_version
+            update = learner.update(batch.data, self.progress(batch.steps))
+        if self.board is not None:
+            self.board.offer(learner)  # before the table releases actors that wait for it
+        self.table.after_update(batch, update.priorities, learner.version)
+        self.last, self.lag = update.metrics, float(lag)
+        return True
+
+    def metrics(self) -> dict[str, float]:
+        """The last update's metrics and the data path's (and other sources') figures."""
+        row = dict(self.last)
+        for source in self.metric_sources:
+            row |= source()
+        return row
+
+    def state_dict(self) -> dict:
+        with self.lock:
+            return self.learner.state_dict()

@@ -1,0 +1,183 @@
+"""The Ray actors of a ray run: the learner's process, actor processes, env-only actors.
+
+Each wraps the parts every launcher shares (`Actor`, `LearnerLoop`, `CentralActing`) and only
+adds what crossing a process boundary needs: weights travel as numpy arrays through the object
+store (`ray.put` once per published version; an actor fetches them only when newer than its
+own), items travel to a table in another process (`RemoteTable`), and the learner's process is
+a threaded Ray actor, so actors' inserts that wait for room, central inference calls that wait
+for their batch, the learner's updates and checkpoints all go on side by side.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import numpy as np
+import torch
+
+from shoal.envs.registry import make_vector_env
+from shoal.runtime.actor import ActorStats, build_actor
+from shoal.runtime.central import CentralActing, EnvLoop, EnvStep
+from shoal.runtime.learning import LearnerLoop, WeightsBoard, build_learner
+from shoal.runtime.program import Program
+from shoal.runtime.tables import RemoteTable, ShardedTables
+
+LEARN_SECONDS = 0.1  # a driver's learn call returns after about this long with updates
+
+
+def where() -> tuple[int, str]:
+    import ray
+
+    return os.getpid(), ray.get_runtime_context().get_node_id()
+
+
+def _pack(weights: dict[str, torch.Tensor]) -> Any:
+    import ray
+
+    return ray.put({k: v.cpu().numpy() for k, v in weights.items()})
+
+
+class RemoteWeights:
+    """The learner's board, seen from another process."""
+
+    def __init__(self, learner: Any) -> None:
+        self.learner = learner
+
+    def take(self, have: int) -> tuple[int, Any] | None:
+        import ray
+
+        published = ray.get(self.learner.published.remote(have))
+        if published is None:
+            return None
+        version, [ref] = published
+        return version, {k: torch.from_numpy(v.copy()) for k, v in ray.get(ref).items()}
+
+
+class LearnerProcess:
+    """The learner, its side of the data path and, with central inference, the server."""
+
+    def __init__(
+        self,
+        program: Program,
+        state: dict | None,
+        steps: int,
+        threads: int,
+        shards: list[str],
+        central: bool,
+    ) -> None:
+        """`steps`: env steps of the run so far (a resumed run's); `shards`: table shards' names."""
+        import ray
+
+        shards = [ray.get_actor(name) for name in shards]
+        torch.set_num_threads(threads)
+        torch.manual_seed(program.seed)
+        device = program.learner_device()
+        learner = build_learner(program, device)
+        if state is not None:
+            learner.load_state_dict(state)
+        data_path = program.data_path()
+        if shards:
+            self.table: Any = ShardedTables(shards, data_path.merge_stats, program.seed)
+        else:
+            self.table = data_path.make_table(1, program.seed)
+        self.hub = None
+        sources: tuple = ()
+        if central:  # the server, in this process, takes the weights as tensors
+            self.board = WeightsBoard()
+            net = program.agent.make_networks(program.spec, program.agent_config).to(device)
+            tables = [RemoteTable(shard) for shard in shards] or [self.table]
+            self.hub = CentralActing(program, net, tables, self.board)
+            sources = (self.hub.metrics,)
+        else:  # actors in other processes fetch them from the object store
+            self.board = WeightsBoard(pack=lambda weights: [_pack(weights)])
+        self.time_progress = 0.0  # the driver's, at its last learn call
+        total = program.run.total_steps
+
+        def progress(table_steps: int) -> float:
+            return min(1.0, max((steps + table_steps) / total, self.time_progress))
+
+        self.loop = LearnerLoop(learner, self.table, self.board, sources, progress)
+
+    # Actors' calls.
+
+    def insert(self, items: Any, version: int, block: bool = True, steps: int = 0) -> bool:
+        """Items into the table held here (data paths whose tables live with the learner)."""
+        return self.table.insert(items, version, block, steps)
+
+    def published(self, have: int) -> tuple[int, list] | None:
+        return self.board.take(have)
+
+    def step(self, message: EnvStep) -> np.ndarray | None:
+        """Central inference: an env actor's call for actions."""
+        assert self.hub is not None
+        return self.hub.step(message)
+
+    # The driver's calls.
+
+    def learn(self, time_progress: float) -> tuple[int, dict | None, float, list[ActorStats]]:
+        """Updates for about `LEARN_SECONDS`: how many, the metrics, the lag, and (central) the
+        counts of the unrolls the server finished. `time_progress`: the fraction of `max_time`
+        used."""
+        self.time_progress = time_progress
+        started, updates = time.monotonic(), 0
+        while time.monotonic() - started < LEARN_SECONDS:
+            if self.loop.try_update(LEARN_SECONDS):
+                updates += 1
+        metrics = self.loop.metrics() if updates else None
+        stats = self.hub.drain() if self.hub is not None else []
+        return updates, metrics, self.loop.lag, stats
+
+    def state_dict(self) -> dict:
+        return self.loop.state_dict()
+
+    def close(self) -> None:
+        if self.hub is not None:
+            self.hub.stop()
+        self.table.close()
+
+    def where(self) -> tuple[int, str]:
+        return where()
+
+
+class ActorProcess:
+    """Steps `num_envs` environments with the newest weights it can get; inserts into `table`
+    (a replay shard, or the learner's process)."""
+
+    def __init__(self, program: Program, index: int, seed: int, table: str, learner: str) -> None:
+        import ray
+
+        torch.set_num_threads(1)
+        torch.manual_seed(seed)
+        # Handles by name, so a restarted actor finds them again (handles as constructor
+        # arguments would live in the object store).
+        table_handle, learner_handle = ray.get_actor(table), ray.get_actor(learner)
+        self.actor = build_actor(
+            program, index, seed, RemoteTable(table_handle), weights=RemoteWeights(learner_handle)
+        )
+
+    def collect(self) -> ActorStats | None:
+        return self.actor.run_unroll()
+
+    def where(self) -> tuple[int, str]:
+        return where()
+
+
+class EnvActorProcess:
+    """Steps `num_envs` environments with actions from the learner's inference server."""
+
+    def __init__(self, program: Program, index: int, seed: int) -> None:
+        torch.set_num_threads(1)
+        env = make_vector_env(
+            program.env_source, program.spec, program.env_config, program.run.num_envs, seed
+        )
+        self.loop = EnvLoop(env, index)
+
+    def run(self, learner: Any) -> int:
+        import ray
+
+        return self.loop.run(lambda message: ray.get(learner.step.remote(message)))
+
+    def where(self) -> tuple[int, str]:
+        return where()
