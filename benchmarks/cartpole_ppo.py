@@ -7,12 +7,15 @@ rl-zoo's tuned CartPole settings with torch limited to one thread. SB3 is run wh
 stable_baselines3 is found: --sb3-python, then peers/sb3/bin/python (made by
 ../shared/peers/setup_sb3.sh peers/sb3), then this interpreter.
 
-    python benchmarks/cartpole_ppo.py [--seeds 5] [--sb3-python PATH]
+    python benchmarks/cartpole_ppo.py [--seeds 5] [--sb3-python PATH] [--compare-with REF]
+
+With --compare-with REF (a git commit), shoal at REF runs too, seed by seed beside this one.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import statistics
@@ -21,6 +24,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from baseline import checkout
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = 475.0
@@ -58,7 +63,7 @@ print(json.dumps({"done_unix_time": time.time(), "steps": model.num_timesteps,
 """
 
 
-def run_shoal(seed: int, runs_dir: Path) -> dict:
+def run_shoal(seed: int, runs_dir: Path, env: dict | None = None, tag: str = "") -> dict:
     shoal = [sys.executable, "-m", "shoal"]
     command = [
         *shoal,
@@ -73,15 +78,15 @@ def run_shoal(seed: int, runs_dir: Path) -> dict:
         "--runs-dir",
         str(runs_dir),
         "--run-name",
-        f"seed{seed}",
+        f"seed{seed}{tag}",
         "--progress",
         "false",
         "--eval-episodes",
         "0",
     ]
     started = time.time()
-    subprocess.run(command, check=True, capture_output=True, text=True)
-    summary = json.loads((runs_dir / f"seed{seed}" / "summary.json").read_text())
+    subprocess.run(command, check=True, capture_output=True, text=True, env=env)
+    summary = json.loads((runs_dir / f"seed{seed}{tag}" / "summary.json").read_text())
     solved = summary["target_reached_unix_time"]
     return {
         "seconds": None if solved is None else solved - started,
@@ -140,18 +145,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--sb3-python", help="a Python with stable-baselines3 installed")
+    parser.add_argument("--compare-with", metavar="REF", help="also run shoal at this commit")
     args = parser.parse_args()
+    with contextlib.ExitStack() as stack:
+        baseline = stack.enter_context(checkout(args.compare_with)) if args.compare_with else None
+        _run(args, baseline)
+
+
+def _run(args: argparse.Namespace, baseline: dict | None) -> None:
     sb3 = find_sb3(args.sb3_python)
     runs_dir = Path(tempfile.mkdtemp(prefix="shoal-bench-"))
     print(
         f"CartPole-v1 PPO, time from process start to mean return >= {TARGET:g} over the last "
         f"20 episodes; seeds 0 to {args.seeds - 1}; {'SB3: ' + sb3 if sb3 else 'SB3 not found'}"
     )
-    shoal_results, sb3_results = [], []
+    shoal_results, sb3_results, base_results = [], [], []
     try:
         for seed in range(args.seeds):
             shoal_results.append(run_shoal(seed, runs_dir))
             line = f"seed {seed}: shoal {_fmt(shoal_results[-1])}"
+            if baseline is not None:
+                base_results.append(run_shoal(seed, runs_dir, baseline, "-baseline"))
+                line += f" | {args.compare_with} {_fmt(base_results[-1])}"
             if sb3:
                 sb3_results.append(run_sb3(sb3, seed))
                 line += f" | SB3 {_fmt(sb3_results[-1])}"
@@ -159,6 +174,11 @@ def main() -> None:
     finally:
         shutil.rmtree(runs_dir, ignore_errors=True)
     ours = summarise("shoal", shoal_results)
+    if baseline is not None:
+        before = summarise(args.compare_with[:6], base_results)
+        if ours and before:
+            ratio = ours / before
+            print(f"this commit's median time to solve is {ratio:.2f}x {args.compare_with}'s")
     if sb3:
         theirs = summarise("SB3", sb3_results)
         if ours and theirs:

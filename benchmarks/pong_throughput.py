@@ -9,11 +9,16 @@ with the settings recorded in ../shared/peers/README.md; its "Fps is (10 sec: ..
 log lines are read, and the 60-second figure at the end is reported.
 
     python benchmarks/pong_throughput.py [--seconds 120] [--sf-python PATH] [--skip-ray]
+        [--compare-with REF]
+
+With --compare-with REF (a git commit), shoal at REF runs each configuration too, right after
+this one's.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -26,11 +31,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from baseline import checkout
+
 ROOT = Path(__file__).resolve().parent.parent
 FPS = re.compile(r"Fps is \(10 sec: ([\d.na]+), 60 sec: ([\d.na]+), 300 sec: ([\d.na]+)\)")
 
 
-def shoal_fps(runs_dir: Path, name: str, seconds: float, extra: list[str]) -> float:
+def shoal_fps(
+    runs_dir: Path, name: str, seconds: float, extra: list[str], env: dict | None = None
+) -> float:
     command = [
         sys.executable,
         "-m",
@@ -53,7 +62,7 @@ def shoal_fps(runs_dir: Path, name: str, seconds: float, extra: list[str]) -> fl
         "5000",
         *extra,
     ]
-    subprocess.run(command, check=True, capture_output=True, text=True)
+    subprocess.run(command, check=True, capture_output=True, text=True, env=env)
     rows = [json.loads(line) for line in (runs_dir / name / "metrics.jsonl").open()]
     late = [row for row in rows if row["time"] >= seconds / 2] or rows[-1:]
     return 4 * statistics.median(row["steps_per_second"] for row in late)
@@ -107,7 +116,14 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=120)
     parser.add_argument("--sf-python", help="a Python with sample-factory installed")
     parser.add_argument("--skip-ray", action="store_true")
+    parser.add_argument("--compare-with", metavar="REF", help="also run shoal at this commit")
     args = parser.parse_args()
+    with contextlib.ExitStack() as stack:
+        baseline = stack.enter_context(checkout(args.compare_with)) if args.compare_with else None
+        _run(args, baseline)
+
+
+def _run(args: argparse.Namespace, baseline: dict | None) -> None:
     runs_dir = Path(tempfile.mkdtemp(prefix="shoal-pong-"))
     configs = [("inline", [])]
     if not args.skip_ray:
@@ -127,6 +143,14 @@ def main() -> None:
         for name, extra in configs:
             results[name] = shoal_fps(runs_dir, re.sub(r"\W+", "_", name), args.seconds, extra)
             print(f"shoal {name:<14} {results[name]:8,.0f} frames/s", flush=True)
+            if baseline is not None:
+                run_name = re.sub(r"\W+", "_", name) + "_baseline"
+                before = shoal_fps(runs_dir, run_name, args.seconds, extra, baseline)
+                print(
+                    f"  at {args.compare_with:<10} {before:8,.0f} frames/s "
+                    f"(this commit: {results[name] / before:.2f}x)",
+                    flush=True,
+                )
         sf = find_sf(args.sf_python)
         if sf:
             fps = sample_factory_fps(sf, args.seconds, runs_dir / "sf")

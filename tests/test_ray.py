@@ -223,3 +223,23 @@ def test_r2d2_solves_the_memory_task_on_ray(ray_cluster, quiet_run, inference):
     assert result.evaluation.mean_return >= 0.9
     last = [json.loads(line) for line in (result.run_dir / "metrics.jsonl").open()][-1]
     assert last["replay_size"] > 0 and last["gradient_steps"] > 0
+
+
+def test_a_slow_learner_keeps_the_replay_ratio_because_actors_wait(ray_cluster, quiet_run):
+    # A learner slowed on purpose (three 1024-wide layers, batches of 256) against two actors
+    # stepping CartPole as fast as they can: without a rate limiter the actors ran ahead and the
+    # replay ratio fell below samples_per_insert; with it they wait for the learner.
+    run = _ray_run(quiet_run, total_steps=12_000, replay_shards=2, eval_episodes=0)
+    run |= {"log_interval": 500}
+    agent = {"hidden_sizes": [1024, 1024, 1024], "batch_size": 256, "samples_per_insert": 8}
+    agent |= {"min_replay_size": 500}
+    result = shoal.train("dqn", "CartPole-v1", seed=0, run=run, agent=agent)
+    rows = [json.loads(line) for line in (result.run_dir / "metrics.jsonl").open()]
+    last = rows[-1]
+    # The limiter keeps samples = 8 x (inserts - 500), the learner never ahead of it and the
+    # actors at most a tolerance ahead; measured over the run, it stays within 10%.
+    ratio = last["replay_sampled"] / (last["replay_inserted"] - 500)
+    assert 8 * 0.9 <= ratio <= 8, ratio
+    assert last["replay_inserted"] >= 10_000
+    # The learner was the bottleneck: the actors stepped at the pace its updates allowed.
+    assert last["samples_per_s"] > 0 and last["inserts_per_s"] < last["samples_per_s"] / 7

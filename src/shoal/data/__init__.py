@@ -7,7 +7,7 @@ This package sits between the agents (which build their data path) and the repla
 from shoal.data.adders import NStepAdder, SequenceAdder
 from shoal.data.base import Adder, Batch, DataPath, Layout, PassThrough, Table, sum_stats
 from shoal.data.queue import UnrollQueue
-from shoal.data.table import ReplayTable
+from shoal.data.table import ReplayTable, replay_data_path
 from shoal.data.unroll import Unroll, concat_unrolls
 
 __all__ = [
@@ -23,5 +23,6 @@ __all__ = [
     "Unroll",
     "UnrollQueue",
     "concat_unrolls",
+    "replay_data_path",
     "sum_stats",
 ]

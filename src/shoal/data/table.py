@@ -17,15 +17,15 @@ Importance-sampling exponent β moves linearly from `beta` to `beta_end` with th
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
 
-from shoal.data.base import Batch
+from shoal.data.base import Adder, Batch, DataPath
 from shoal.replay.rate_limiter import RateLimiter
 
-__all__ = ["ReplayTable"]
+__all__ = ["ReplayTable", "replay_data_path"]
 
 TOLERANCE = 0.1  # of samples_per_insert, over min_size items: how far actors may run ahead
 
@@ -146,3 +146,22 @@ class ReplayTable:
 
     def close(self) -> None:
         self.limiter.close()
+
+
+def replay_data_path(
+    unroll_length: int,
+    make_table: Callable[[int, int], ReplayTable],
+    make_adder: Callable[[Any, int], Adder],
+) -> DataPath:
+    """The data path of a replay agent: its tables sharded over `--replay-shards` processes on
+    ray, their stats merged as one replay's; inline, acting and learning in turn (the table
+    fixes how much is learned per step anyway, and in turn a seed learns the same whatever else
+    the machine is doing)."""
+    return DataPath(
+        unroll_length=unroll_length,
+        make_table=make_table,
+        make_adder=make_adder,
+        overlap=False,
+        sharded=True,
+        merge_stats=ReplayTable.merge_stats,
+    )

@@ -39,6 +39,7 @@ class Acting:
         self._prev_action = np.zeros((0, *self._action_shape), self._action_dtype)
         self._prev_reward = np.zeros(0, np.float32)
         self._steps = np.zeros(0, np.int64)
+        self._slot_cache: dict[tuple[int, int], np.ndarray] = {}
 
     @property
     def rows(self) -> int:
@@ -59,28 +60,26 @@ class Acting:
         the step: the policy's extras, `first`, and the state the step started from.
         """
         n = leaves(obs)[0].shape[0]
-        index = np.arange(n) if rows is None else np.asarray(rows, np.int64)
-        if index.shape != (n,):
-            raise ValueError(f"act got {n} observations for {index.shape[0]} rows.")
-        self._grow(int(index.max()) + 1 if n else 0)
+        index = self._index(n, rows)
         first = self._first[index].copy()
-        slots = self.slot_offset + index
         stale = first & ~self._fresh[index]
         if stale.any():
-            self._reset(index[stale], slots[stale])
-        state = {key: value[torch.from_numpy(index)] for key, value in self._state.items()}
+            at = np.arange(self.rows)[index][stale]
+            self._reset(at, self.slot_offset + at)
+        slots = self._slots(index)
+        at_rows = index if isinstance(index, slice) else torch.from_numpy(index)
+        state = {key: value[at_rows] for key, value in self._state.items()}
         inputs = StepInputs(
             first, self._prev_action[index], self._prev_reward[index], slots, self._steps[index]
         )
         out = self.policy.step(obs, state, inputs, self.mode)
-        if set(out.state) != set(self._state):
+        if out.state.keys() != self._state.keys():
             raise RuntimeError(
                 f"{type(self.policy).__name__}.step returned state {sorted(out.state)}; its "
                 f"initial_state has {sorted(self._state)}."
             )
-        at = torch.from_numpy(index)
         for key, value in out.state.items():
-            self._state[key][at] = value.detach()
+            self._state[key][at_rows] = value.detach()
         record = dict(out.extras)
         record["first"] = first
         for key, value in state.items():
@@ -89,10 +88,32 @@ class Acting:
             record[key] = value.detach().cpu().numpy()
         self._prev_action[index] = out.action
         self._prev_reward[index] = 0.0  # until `observe` reports this step's reward
-        self._first[index] = self._fresh[index] = False
+        self._first[index] = False
+        self._fresh[index] = False
         self._steps[index] += 1
         env_action = out.action if out.env_action is None else out.env_action
         return env_action, out.action, record
+
+    def _index(self, n: int, rows: np.ndarray | None) -> slice | np.ndarray:
+        """`rows` as an index into the store (a slice when they are `0..n-1`, the common case
+        of an actor acting on all its envs), growing the store to hold them."""
+        if rows is None:
+            self._grow(n)
+            return slice(0, n)
+        index = np.asarray(rows, np.int64)
+        if index.shape != (n,):
+            raise ValueError(f"act got {n} observations for {index.shape[0]} rows.")
+        self._grow(int(index.max()) + 1 if n else 0)
+        return index
+
+    def _slots(self, index: slice | np.ndarray) -> np.ndarray:
+        if isinstance(index, slice):
+            key = (index.start, index.stop)
+            slots = self._slot_cache.get(key)
+            if slots is None:
+                slots = self._slot_cache[key] = self.slot_offset + np.arange(*key)
+            return slots
+        return self.slot_offset + index
 
     def observe(self, rewards: np.ndarray, ended: np.ndarray, rows: np.ndarray | None = None):
         """What the rows' last actions led to: `rewards [n]` and which episodes ended there

@@ -30,7 +30,8 @@ def apex_epsilon(epsilon: float, alpha: float, index: int, count: int) -> float:
 class DQNConfig:
     """DQN's settings. Steps are agent steps; the replay ratio is counted in transitions."""
 
-    learning_rate: float = param(1e-4, "Adam step size.")
+    learning_rate: float = param(1e-4, "Adam step size (at the start, when annealed).")
+    anneal_lr: bool = param(False, "Decay the learning rate linearly to 0 over the budget.")
     adam_eps: float = param(1.5e-4, "Adam epsilon (Rainbow's 1.5e-4).")
     gamma: float = param(0.99, "Discount factor.")
     n_step: int = param(3, "Rewards summed into one transition before bootstrapping.")

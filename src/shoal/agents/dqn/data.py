@@ -15,7 +15,7 @@ import numpy as np
 from shoal.agents.base import Layout
 from shoal.agents.dqn.actor import initial_priorities
 from shoal.agents.dqn.config import DQNConfig
-from shoal.data import DataPath, NStepAdder, ReplayTable
+from shoal.data import DataPath, NStepAdder, ReplayTable, replay_data_path
 from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError
 from shoal.replay import TransitionReplay
@@ -77,13 +77,6 @@ def _adder(config: DQNConfig, policy: object, actor: int) -> NStepAdder:
 
 def make_data_path(spec: EnvSpec, config: DQNConfig, layout: Layout) -> DataPath:
     make_replay(spec, config)  # observations replay cannot store fail before anything runs
-    return DataPath(
-        unroll_length=config.unroll_length,
-        make_table=partial(_table, spec, config),
-        make_adder=partial(_adder, config),
-        # Inline, act and learn in turn: the table fixes how much is learned per step anyway,
-        # and in turn a seed learns the same whatever else the machine is doing.
-        overlap=False,
-        sharded=True,
-        merge_stats=ReplayTable.merge_stats,
+    return replay_data_path(
+        config.unroll_length, partial(_table, spec, config), partial(_adder, config)
     )

@@ -48,6 +48,8 @@ class DQNLearner(NetworkLearner):
     def update(self, batch: Mapping[str, np.ndarray], progress: float) -> Update:
         """One gradient step on a sampled batch; the new priorities for the replay."""
         config = self.config
+        if config.anneal_lr:
+            self.optimizer.lr = config.learning_rate * max(0.0, 1.0 - progress)
         result = self.loss(self.net, self.target, batch, config)
         self.optimizer.zero_grad()
         result.loss.backward()
@@ -60,6 +62,7 @@ class DQNLearner(NetworkLearner):
         metrics["grad_norm"] = float(grad_norm)
         metrics["importance_weight_mean"] = float(np.mean(batch["weights"]))
         metrics["gradient_steps"] = float(self.gradient_steps)
+        metrics["learning_rate"] = float(self.optimizer.lr)
         priorities = None
         if config.prioritized:
             priorities = result.td_abs.cpu().numpy() + config.priority_eps

@@ -25,7 +25,8 @@ from shoal.nets.mlp import Activation
 class R2D2Config:
     """R2D2's settings. Steps are agent steps; replay counts sequences."""
 
-    learning_rate: float = param(1e-3, "Adam step size (paper: 1e-4).")
+    learning_rate: float = param(1e-3, "Adam step size (paper: 1e-4), at the start if annealed.")
+    anneal_lr: bool = param(False, "Decay the learning rate linearly to 0 over the budget.")
     adam_eps: float = param(1e-5, "Adam epsilon (paper: 1e-3).")
     gamma: float = param(0.99, "Discount factor (paper: 0.997).")
     n_step: int = param(3, "Rewards summed before bootstrapping (paper: 5).")

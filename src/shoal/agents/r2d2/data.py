@@ -17,7 +17,7 @@ from shoal.agents.dqn.data import replay_table, stored_frame_stack
 from shoal.agents.r2d2.config import R2D2Config
 from shoal.agents.r2d2.loss import initial_priorities
 from shoal.agents.r2d2.networks import R2D2Net
-from shoal.data import DataPath, ReplayTable, SequenceAdder
+from shoal.data import DataPath, ReplayTable, SequenceAdder, replay_data_path
 from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError
 from shoal.replay import SequenceReplay, sequence_fields
@@ -74,13 +74,6 @@ def _adder(config: R2D2Config, policy: object, actor: int) -> SequenceAdder:
 
 def make_data_path(spec: EnvSpec, config: R2D2Config, layout: Layout) -> DataPath:
     make_replay(spec, config)  # observations replay cannot store fail before anything runs
-    return DataPath(
-        unroll_length=config.unroll_length,
-        make_table=partial(_table, spec, config),
-        make_adder=partial(_adder, config),
-        # Inline, act and learn in turn: the table fixes how much is learned per step anyway,
-        # and in turn a seed learns the same whatever else the machine is doing.
-        overlap=False,
-        sharded=True,
-        merge_stats=ReplayTable.merge_stats,
+    return replay_data_path(
+        config.unroll_length, partial(_table, spec, config), partial(_adder, config)
     )
