@@ -68,9 +68,15 @@ class Acting:
             self._reset(at, self.slot_offset + at)
         slots = self._slots(index)
         at_rows = index if isinstance(index, slice) else torch.from_numpy(index)
-        state = {key: value[at_rows] for key, value in self._state.items()}
+        # Copies: a slice would be a view that what is written below overwrites, and the step
+        # must record the state it started from (and its inputs stay what it was given).
+        state = {key: value[at_rows].clone() for key, value in self._state.items()}
         inputs = StepInputs(
-            first, self._prev_action[index], self._prev_reward[index], slots, self._steps[index]
+            first,
+            self._prev_action[index].copy(),
+            self._prev_reward[index].copy(),
+            slots,
+            self._steps[index].copy(),
         )
         out = self.policy.step(obs, state, inputs, self.mode)
         if out.state.keys() != self._state.keys():
