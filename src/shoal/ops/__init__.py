@@ -1,4 +1,4 @@
-"""Pure RL math: returns, advantages, policy losses and action distributions.
+"""Pure RL math: returns, advantages, policy losses, action distributions and critic targets.
 
 Stateless functions on time-major `[T, B]` tensors (or any shape where no time axis exists), in
 the style of rlax: one topic per module, shape checks on entry, a paper reference per op. This
@@ -14,6 +14,12 @@ from shoal.ops.distributions import (
     gaussian_log_prob,
     gaussian_sample,
 )
+from shoal.ops.double_q import (
+    clipped_double_q_target,
+    smoothed_target_action,
+    soft_clipped_double_q_target,
+)
+from shoal.ops.max_entropy import soft_policy_loss, temperature_loss
 from shoal.ops.policy_losses import (
     approx_kl,
     clip_fraction,
@@ -24,6 +30,12 @@ from shoal.ops.policy_losses import (
 )
 from shoal.ops.retrace import retrace
 from shoal.ops.returns import discounted_returns, lambda_returns, n_step_returns
+from shoal.ops.squashed_gaussian import (
+    SquashedSample,
+    squashed_gaussian_log_prob,
+    squashed_gaussian_sample,
+    tanh_log_det_jacobian,
+)
 from shoal.ops.value_rescaling import (
     signed_hyperbolic,
     signed_parabolic,
@@ -32,12 +44,14 @@ from shoal.ops.value_rescaling import (
 from shoal.ops.vtrace import VTraceReturns, vtrace, vtrace_policy_gradient_loss
 
 __all__ = [
+    "SquashedSample",
     "VTraceReturns",
     "approx_kl",
     "categorical_entropy",
     "categorical_log_prob",
     "categorical_sample",
     "clip_fraction",
+    "clipped_double_q_target",
     "clipped_surrogate_loss",
     "clipped_value_loss",
     "discounted_returns",
@@ -52,6 +66,13 @@ __all__ = [
     "retrace",
     "signed_hyperbolic",
     "signed_parabolic",
+    "smoothed_target_action",
+    "soft_clipped_double_q_target",
+    "soft_policy_loss",
+    "squashed_gaussian_log_prob",
+    "squashed_gaussian_sample",
+    "tanh_log_det_jacobian",
+    "temperature_loss",
     "transformed_n_step_double_q_targets",
     "value_loss",
     "vtrace",

@@ -1,0 +1,99 @@
+"""SAC hyperparameters: Haarnoja et al. 2018, "Soft Actor-Critic Algorithms and Applications"
+(arXiv:1812.05905), with automatic entropy tuning; defaults are Stable-Baselines3's."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from shoal.agents.checks import (
+    require_finite_nonnegative,
+    require_positive,
+    require_unit_interval,
+)
+from shoal.config import param
+from shoal.nets.mlp import Activation
+from shoal.nets.torso import check_torso_setting
+
+
+@dataclass(frozen=True, kw_only=True)
+class SACConfig:
+    """SAC's settings. Steps are agent steps; the replay ratio is counted in transitions."""
+
+    learning_rate: float = param(3e-4, "Adam step size of the actor, the critics and alpha.")
+    batch_size: int = param(256, "Transitions per gradient step.")
+    gamma: float = param(0.99, "Discount factor.")
+    tau: float = param(0.005, "Polyak rate of the target critics (1 copies them).")
+    target_update_period: int = param(1, "Gradient steps between updates of the target critics.")
+    replay_capacity: int = param(1_000_000, "Replay size in transitions (FIFO eviction).")
+    learning_starts: int = param(
+        100, "Agent steps of uniform random actions, and transitions in replay before learning."
+    )
+    updates_per_step: float = param(
+        1.0,
+        "Gradient steps per agent step, i.e. per transition inserted (SB3: gradient_steps / "
+        "(train_freq x num_envs)).",
+    )
+    unroll_length: int = param(1, "Steps per env an actor collects before sending transitions.")
+    init_alpha: float = param(1.0, "Initial entropy temperature alpha.")
+    autotune_alpha: bool = param(
+        True, "Tune alpha so the policy's entropy tracks target_entropy; false keeps init_alpha."
+    )
+    target_entropy: float | None = param(
+        None, "Entropy the tuning aims for; none: -dim(A), the paper's choice."
+    )
+    hidden_sizes: tuple[int, ...] = param(
+        (256, 256), "Hidden layer widths of the actor's and each critic's MLP."
+    )
+    activation: Activation = param("relu", "Hidden activation of the MLPs.")
+    torso: str = param(
+        "auto",
+        "Observation encoder before the MLPs: auto (flatten vectors, a CNN for images), mlp, "
+        "nature_cnn, impala_resnet, minatar_cnn, or package.module:function.",
+    )
+
+    def __post_init__(self) -> None:
+        positive = ("learning_rate", "batch_size", "tau", "target_update_period")
+        positive += ("replay_capacity", "updates_per_step", "unroll_length", "init_alpha")
+        require_positive(self, positive)
+        require_unit_interval(self, ("gamma", "tau"))
+        require_finite_nonnegative(self, ("learning_starts",))
+        check_replay_and_mlp_settings(self)
+        if self.target_entropy is not None and not math.isfinite(self.target_entropy):
+            raise ValueError(
+                f"target_entropy must be a finite number or none, got {self.target_entropy}; "
+                "set --agent.target-entropy none for -dim(A)."
+            )
+
+    @property
+    def samples_per_insert(self) -> float:
+        """Transitions sampled per transition inserted: the replay table's rate."""
+        return self.updates_per_step * self.batch_size
+
+
+def check_replay_and_mlp_settings(config: Any) -> None:
+    """The checks SAC's and TD3's configs share: a finite replay ratio, a batch and a warm-up
+    that fit the replay, positive MLP widths and a known torso."""
+    if not math.isfinite(config.updates_per_step):
+        raise ValueError(
+            f"updates_per_step must be finite, got {config.updates_per_step}; set "
+            "--agent.updates-per-step to e.g. 1."
+        )
+    if config.batch_size > config.replay_capacity:
+        raise ValueError(
+            f"batch_size {config.batch_size} exceeds replay_capacity {config.replay_capacity}; "
+            "set --agent.batch-size lower or --agent.replay-capacity higher."
+        )
+    if config.learning_starts > config.replay_capacity:
+        raise ValueError(
+            f"learning_starts {config.learning_starts} exceeds replay_capacity "
+            f"{config.replay_capacity}: learning would never start. Set "
+            "--agent.learning-starts lower."
+        )
+    if not config.hidden_sizes or min(config.hidden_sizes) <= 0:
+        raise ValueError(
+            f"hidden_sizes must be positive widths, got {config.hidden_sizes}; "
+            "set e.g. --agent.hidden-sizes 256,256."
+        )
+    check_torso_setting(config.torso)
