@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from shoal.data import UnrollQueue, Unroll
+from shoal.data import Unroll, UnrollQueue
 
 
 def _unroll(version: int, slot: int, value: float = 0.0) -> Unroll:
