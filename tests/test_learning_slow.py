@@ -25,3 +25,13 @@ def test_pendulum_preset_reaches_minus_250(quiet_run):
 def test_acrobot_preset_learns(quiet_run):
     result = shoal.train("ppo", "Acrobot-v1", seed=0, run=quiet_run)
     assert result.evaluation.mean_return >= -100
+
+
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("algo", ["sac", "td3"])
+def test_sac_and_td3_swing_up_pendulum_within_20k_steps(quiet_run, algo, seed):
+    run = {**quiet_run, "eval_episodes": 10}
+    result = shoal.train(algo, "Pendulum-v1", seed=seed, total_steps=20_000, run=run)
+    assert result.env_steps == 20_000
+    assert result.evaluation.mean_return >= -200

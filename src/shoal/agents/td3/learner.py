@@ -1,0 +1,91 @@
+"""TD3's learner: a critic step per batch; every `policy_delay`-th, an actor step and the
+targets' Polyak update (Fujimoto et al. 2018, section 5.2, Algorithm 1).
+
+The replay and its ratio are the data path's (SAC's, `shoal.agents.sac.data`): one `update` is one
+gradient step of the critics, whatever the replay ratio.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from shoal.agents.base import Update, Weights
+from shoal.agents.sac.learner import optimizer_step, polyak_update
+from shoal.agents.sac.loss import transitions
+from shoal.agents.td3.config import TD3Config
+from shoal.agents.td3.loss import actor_loss, critic_loss
+from shoal.agents.td3.networks import TD3Net
+from shoal.envs.spec import EnvSpec
+from shoal.nets import module_device
+from shoal.optim import Adam
+
+
+class TD3Learner:
+    """Owns the optimisers and the target actor and critics."""
+
+    def __init__(self, spec: EnvSpec, config: TD3Config, net: TD3Net) -> None:
+        self.config, self.net = config, net
+        # Copied before the optimisers move the parameters into their flat buffers.
+        self.target_actor = copy.deepcopy(net.actor).requires_grad_(False)
+        self.target_critic = copy.deepcopy(net.critic).requires_grad_(False)
+        self.actor_optimizer = Adam(net.actor.parameters(), lr=config.learning_rate)
+        self.critic_optimizer = Adam(net.critic.parameters(), lr=config.learning_rate)
+        self.version = 0
+        self.gradient_steps = 0
+        self.actor_steps = 0
+        self._actor_loss = float("nan")  # the last actor step's, for the metrics between them
+
+    def update(self, batch: Mapping[str, np.ndarray], progress: float) -> Update:
+        """A critic step on a sampled batch; an actor and target step every `policy_delay`."""
+        data = transitions(batch, module_device(self.net))
+        loss, metrics = critic_loss(
+            self.net, self.target_actor, self.target_critic, data, self.config
+        )
+        optimizer_step(self.critic_optimizer, loss)
+        self.gradient_steps += 1
+        if self.gradient_steps % self.config.policy_delay == 0:
+            loss, actor_metrics = actor_loss(self.net, data)
+            optimizer_step(self.actor_optimizer, loss)
+            self.actor_steps += 1
+            self._actor_loss = float(actor_metrics["actor_loss"])
+            tau = self.config.tau
+            polyak_update(self.target_critic, self.net.critic, tau)
+            polyak_update(self.target_actor, self.net.actor, tau)
+        self.version += 1
+        out = {key: float(value) for key, value in metrics.items()}
+        out["actor_loss"] = self._actor_loss
+        out["gradient_steps"] = float(self.gradient_steps)
+        out["actor_steps"] = float(self.actor_steps)
+        return Update(out)
+
+    def weights(self) -> Weights:
+        """CPU copies of the actor's weights: all that acting needs (`TD3Policy.load_weights`)."""
+        state = self.net.actor.state_dict()
+        return {key: value.detach().to("cpu", copy=True) for key, value in state.items()}
+
+    def state_dict(self) -> dict[str, Any]:
+        # The replay is the data path's and is not checkpointed: a resumed run refills it.
+        return {
+            "network": self.net.state_dict(),
+            "target_actor": self.target_actor.state_dict(),
+            "target_critic": self.target_critic.state_dict(),
+            "actor_optimizer": self.actor_optimizer.state_dict(),
+            "critic_optimizer": self.critic_optimizer.state_dict(),
+            "version": self.version,
+            "gradient_steps": self.gradient_steps,
+            "actor_steps": self.actor_steps,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.net.load_state_dict(state["network"])
+        self.target_actor.load_state_dict(state["target_actor"])
+        self.target_critic.load_state_dict(state["target_critic"])
+        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
+        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        self.version = int(state["version"])
+        self.gradient_steps = int(state["gradient_steps"])
+        self.actor_steps = int(state["actor_steps"])
