@@ -125,7 +125,13 @@ class Acting:
         """What the rows' last actions led to: `rewards [n]` and which episodes ended there
         (`terminated | truncated`); those rows start afresh at their next `act`."""
         rewards = np.asarray(rewards, np.float32)
-        index = np.arange(rewards.shape[0]) if rows is None else np.asarray(rows, np.int64)
+        if rows is None:  # all rows `0..n-1`, the common case: slices, no index arrays
+            n = rewards.shape[0]
+            self._grow(n)
+            self._prev_reward[:n] = rewards
+            self._first[:n] |= np.asarray(ended, bool)
+            return
+        index = np.asarray(rows, np.int64)
         self._grow(int(index.max()) + 1 if index.size else 0)
         self._prev_reward[index] = rewards
         self._first[index[np.asarray(ended, bool)]] = True

@@ -1,0 +1,139 @@
+"""SAC and TD3 on Gymnasium's MuJoCo tasks: shoal against Stable-Baselines3, in one run.
+
+Both use rl-baselines3-zoo's settings for these tasks (SB3's defaults: one gradient step of 256
+transitions per env step, 256x256 networks for SAC, 400x300 for TD3, lr 3e-4 / 1e-3, replay 1e6;
+the zoo adds `learning_starts: 10000`, and TD3's Gaussian exploration noise of 0.1). shoal runs
+`shoal train ALGO --env TASK` with its preset, which holds those settings. Each run is a fresh
+process, timed from just before it starts to its end, including a 10-episode deterministic
+evaluation on both sides; the two frameworks alternate run by run, so both see the same load.
+
+    python benchmarks/mujoco_sac.py [--steps 100000] [--seeds 3] [--runs sac:HalfCheetah-v5,...]
+
+SB3 runs from --sb3-python, else peers/sb3/bin/python (made by ../shared/peers/setup_sb3.sh
+peers/sb3, then `peers/sb3/bin/pip install 'gymnasium[mujoco]'`). Needs `pip install
+'shoal[mujoco]'` here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from cartpole_ppo import find_sb3
+
+DEFAULT_RUNS = "sac:HalfCheetah-v5,sac:Hopper-v5,td3:HalfCheetah-v5"
+EVAL_EPISODES = 10
+
+SB3_SCRIPT = r"""
+import json, sys, time
+import gymnasium as gym
+from stable_baselines3 import SAC, TD3
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.noise import NormalActionNoise
+import numpy as np
+
+algo, task, seed, steps, episodes = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:])
+env = gym.make(task)
+if algo == "sac":
+    model = SAC("MlpPolicy", env, learning_starts=10_000, seed=seed, device="cpu")
+else:
+    dim = env.action_space.shape[0]
+    noise = NormalActionNoise(np.zeros(dim), 0.1 * np.ones(dim))
+    model = TD3("MlpPolicy", env, learning_starts=10_000, action_noise=noise, seed=seed,
+                device="cpu")
+started = time.time()
+model.learn(steps)
+trained = time.time() - started
+mean, _ = evaluate_policy(model, gym.make(task), n_eval_episodes=episodes, deterministic=True)
+print(json.dumps({"return": float(mean), "train_seconds": trained}))
+"""
+
+
+def run_shoal(algo: str, task: str, seed: int, steps: int, runs_dir: Path) -> dict:
+    name = f"{algo}-{task}-{seed}"
+    command = [sys.executable, "-m", "shoal", "train", algo, "--env", task, "--seed", str(seed)]
+    command += ["--total-steps", str(steps), "--runs-dir", str(runs_dir), "--run-name", name]
+    command += ["--progress", "false", "--eval-episodes", str(EVAL_EPISODES)]
+    started = time.time()
+    subprocess.run(command, check=True, capture_output=True, text=True)
+    seconds = time.time() - started
+    summary = json.loads((runs_dir / name / "summary.json").read_text())
+    return {"return": summary["evaluation"]["mean_return"], "seconds": seconds}
+
+
+def run_sb3(python: str, algo: str, task: str, seed: int, steps: int) -> dict:
+    started = time.time()
+    args = [algo, task, str(seed), str(steps), str(EVAL_EPISODES)]
+    out = subprocess.run(
+        [python, "-c", SB3_SCRIPT, *args], check=True, capture_output=True, text=True
+    ).stdout
+    seconds = time.time() - started
+    row = json.loads([line for line in out.splitlines() if line.startswith("{")][-1])
+    return {"return": row["return"], "seconds": seconds}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=100_000)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--runs", default=DEFAULT_RUNS, help="comma-separated algo:task pairs")
+    parser.add_argument("--sb3-python", help="a Python with stable-baselines3 and MuJoCo")
+    args = parser.parse_args()
+    sb3 = find_sb3(args.sb3_python)
+    if sb3 is None:
+        sys.exit("Stable-Baselines3 not found: bash ../shared/peers/setup_sb3.sh peers/sb3")
+    pairs = [tuple(item.split(":")) for item in args.runs.split(",")]
+    runs_dir = Path(tempfile.mkdtemp(prefix="shoal-mujoco-"))
+    print(
+        f"{args.steps:,} steps, seeds 0 to {args.seeds - 1}, {EVAL_EPISODES}-episode "
+        f"deterministic evaluation at the end; seconds from process start to end; SB3: {sb3}",
+        flush=True,
+    )
+    table = []
+    try:
+        for algo, task in pairs:
+            ours, theirs = [], []
+            for seed in range(args.seeds):
+                ours.append(run_shoal(algo, task, seed, args.steps, runs_dir))
+                theirs.append(run_sb3(sb3, algo, task, seed, args.steps))
+                print(
+                    f"{algo} {task} seed {seed}: shoal {_fmt(ours[-1])} | SB3 {_fmt(theirs[-1])}",
+                    flush=True,
+                )
+            table.append((algo, task, ours, theirs))
+    finally:
+        shutil.rmtree(runs_dir, ignore_errors=True)
+    print("\n| algo | task | shoal return | SB3 return | shoal s | SB3 s | time ratio |")
+    print("|---|---|---|---|---|---|---|")
+    for algo, task, ours, theirs in table:
+        ratio = _mean(ours, "seconds") / _mean(theirs, "seconds")
+        print(
+            f"| {algo} | {task} | {_spread(ours, 'return')} | {_spread(theirs, 'return')} "
+            f"| {_mean(ours, 'seconds'):.0f} | {_mean(theirs, 'seconds'):.0f} | {ratio:.2f}x |"
+        )
+
+
+def _mean(results: list[dict], key: str) -> float:
+    return statistics.mean(r[key] for r in results)
+
+
+def _spread(results: list[dict], key: str) -> str:
+    values = [r[key] for r in results]
+    if len(values) == 1:
+        return f"{values[0]:.0f}"
+    return f"{statistics.mean(values):.0f} ({min(values):.0f} to {max(values):.0f})"
+
+
+def _fmt(result: dict) -> str:
+    return f"return {result['return']:.1f} in {result['seconds']:.0f} s"
+
+
+if __name__ == "__main__":
+    main()
