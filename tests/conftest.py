@@ -28,3 +28,12 @@ def ray_cluster():
     yield cluster, worker
     ray.shutdown()
     cluster.shutdown()
+
+
+@pytest.fixture
+def pendulum():
+    """Pendulum-v1's spec: a bounded one-dimensional Box action (SAC and TD3 tests)."""
+    from shoal.envs.config import EnvConfig
+    from shoal.envs.registry import env_spec
+
+    return env_spec("Pendulum-v1", EnvConfig())

@@ -3,64 +3,22 @@ and on ray (the Pendulum learning target: test_learning_slow.py)."""
 
 from __future__ import annotations
 
-import json
-
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from continuous_helpers import BOX, fake_batch, last_row, params, step_inputs, unchanged
 
 import shoal
-from shoal.agents.base import StepInputs
 from shoal.agents.sac import AGENT, SACConfig
 from shoal.agents.sac.actor import SACPolicy
 from shoal.agents.sac.learner import SACLearner
 from shoal.agents.sac.networks import make_networks
 from shoal.data import Layout, Unroll
-from shoal.envs.config import EnvConfig
-from shoal.envs.registry import env_spec
 from shoal.envs.spec import EnvSpec
 from shoal.errors import ShoalError
 
 SMALL = SACConfig(hidden_sizes=(32, 32), batch_size=16, learning_starts=0)
-# Two action entries with asymmetric bounds, to see the rescaling from [-1, 1].
-BOX = EnvSpec(
-    "box",
-    gym.spaces.Box(-1.0, 1.0, (4,), np.float64),
-    gym.spaces.Box(np.array([0.0, -3.0], np.float32), np.array([1.0, 5.0], np.float32)),
-)
-
-
-@pytest.fixture
-def pendulum():
-    return env_spec("Pendulum-v1", EnvConfig())
-
-
-def _batch(spec, size=16, seed=0):
-    rng = np.random.default_rng(seed)
-    d = spec.action_shape[0]
-    obs_dim = spec.obs_shape[0]
-    return {
-        "obs": rng.normal(size=(size, obs_dim)).astype(np.float32),
-        "next_obs": rng.normal(size=(size, obs_dim)).astype(np.float32),
-        "action": rng.uniform(-1, 1, (size, d)).astype(np.float32),
-        "reward": rng.normal(size=size).astype(np.float32),
-        "discount": np.where(rng.random(size) < 0.2, 0.0, 0.99).astype(np.float32),
-        "weights": np.ones(size, np.float32),
-        "indices": np.arange(size),
-    }
-
-
-def _inputs(steps):
-    steps = np.asarray(steps, np.int64)
-    n = len(steps)
-    return StepInputs(
-        np.zeros(n, bool),
-        np.zeros((n, 2), np.float32),
-        np.zeros(n, np.float32),
-        np.arange(n),
-        steps,
-    )
 
 
 def test_config_checks_name_the_flag_to_set(quiet_run, tmp_path):
@@ -98,19 +56,19 @@ def test_actions_stay_in_bounds_and_greedy_is_deterministic():
     obs = np.random.default_rng(0).normal(size=(500, 4))
     low, high = BOX.action_space.low, BOX.action_space.high
     for mode in ("train", "sample", "greedy"):
-        out = policy.step(obs, {}, _inputs(np.full(500, 10**6)), mode)
+        out = policy.step(obs, {}, step_inputs(np.full(500, 10**6)), mode)
         assert out.action.shape == (500, 2) and out.action.dtype == np.float32
         assert np.all(np.abs(out.action) <= 1.0)
         assert np.all(out.env_action >= low) and np.all(out.env_action <= high)
         # The env gets [-1, 1] rescaled to [low, high].
         np.testing.assert_allclose(out.env_action, low + (out.action + 1) / 2 * (high - low))
-    first = policy.step(obs, {}, _inputs(np.zeros(500)), "greedy").action
-    again = policy.step(obs, {}, _inputs(np.zeros(500)), "greedy").action
+    first = policy.step(obs, {}, step_inputs(np.zeros(500)), "greedy").action
+    again = policy.step(obs, {}, step_inputs(np.zeros(500)), "greedy").action
     np.testing.assert_array_equal(first, again)
     with torch.no_grad():
         mean, _ = net.actor(torch.from_numpy(obs))
     np.testing.assert_allclose(first, torch.tanh(mean).numpy(), rtol=1e-6)
-    sampled = [policy.step(obs, {}, _inputs(np.zeros(500)), "sample").action for _ in range(2)]
+    sampled = [policy.step(obs, {}, step_inputs(np.zeros(500)), "sample").action for _ in range(2)]
     assert not np.array_equal(sampled[0], sampled[1])
 
 
@@ -123,36 +81,27 @@ def test_warm_up_acts_uniformly_until_learning_starts(pendulum):
     policy = SACPolicy(pendulum, config, net, seed=0, layout=Layout(actors=2, envs_per_actor=2))
     steps = np.where(np.arange(2000) % 2 == 0, 24, 25)
     obs = np.zeros((2000, 3), np.float32)
-    action = policy.step(obs, {}, _inputs(steps), "train").action[:, 0]
+    action = policy.step(obs, {}, step_inputs(steps), "train").action[:, 0]
     warm, learned = action[steps == 24], action[steps == 25]
     assert warm.min() < -0.9 and warm.max() > 0.9 and abs(warm.mean()) < 0.1
     assert learned.min() > 0.99
     # Evaluation never warms up.
-    greedy = policy.step(obs, {}, _inputs(np.zeros(2000)), "greedy").action
+    greedy = policy.step(obs, {}, step_inputs(np.zeros(2000)), "greedy").action
     assert greedy.min() > 0.99
-
-
-def _params(module):
-    return [p.detach().clone() for p in module.parameters()]
-
-
-def _unchanged(before, module):
-    """Per parameter tensor of `module`: equal to its copy in `before`."""
-    return [torch.equal(a, b) for a, b in zip(before, module.parameters(), strict=True)]
 
 
 def test_one_update_changes_the_weights_and_moves_targets_by_tau(pendulum):
     config = SACConfig(hidden_sizes=(32, 32), batch_size=16, tau=0.1)
     learner = SACLearner(pendulum, config, make_networks(pendulum, config))
-    actor, critic = _params(learner.net.actor), _params(learner.net.critic)
-    target = _params(learner.target_critic)
+    actor, critic = params(learner.net.actor), params(learner.net.critic)
+    target = params(learner.target_critic)
     alpha = learner.log_alpha.item()
-    update = learner.update(_batch(pendulum), 0.0)
+    update = learner.update(fake_batch(pendulum), 0.0)
     assert learner.version == 1 and update.metrics["gradient_steps"] == 1
     assert {"critic_loss", "actor_loss", "alpha", "alpha_loss", "entropy"} <= set(update.metrics)
     assert update.priorities is None
-    assert not any(_unchanged(actor, learner.net.actor))
-    assert not any(_unchanged(critic, learner.net.critic))
+    assert not any(unchanged(actor, learner.net.actor))
+    assert not any(unchanged(critic, learner.net.critic))
     assert learner.log_alpha.item() != alpha
     # target <- (1 - tau) target + tau online, with the online critics after their step.
     online = learner.net.critic.parameters()
@@ -170,20 +119,20 @@ def test_fixed_temperature_and_target_update_period(pendulum):
         target_update_period=2,
     )
     learner = SACLearner(pendulum, config, make_networks(pendulum, config))
-    target = _params(learner.target_critic)
-    metrics = learner.update(_batch(pendulum, 8), 0.0).metrics
+    target = params(learner.target_critic)
+    metrics = learner.update(fake_batch(pendulum, 8), 0.0).metrics
     assert metrics["alpha"] == pytest.approx(0.3) and "alpha_loss" not in metrics
-    assert all(_unchanged(target, learner.target_critic))
-    learner.update(_batch(pendulum, 8, seed=1), 0.0)
+    assert all(unchanged(target, learner.target_critic))
+    learner.update(fake_batch(pendulum, 8, seed=1), 0.0)
     assert learner.log_alpha.exp().item() == pytest.approx(0.3)
-    assert not any(_unchanged(target, learner.target_critic))
+    assert not any(unchanged(target, learner.target_critic))
 
 
 def test_state_dict_round_trips_and_learning_continues_identically(pendulum):
     config = SACConfig(hidden_sizes=(32, 32), batch_size=16)
     learner = SACLearner(pendulum, config, make_networks(pendulum, config))
     for seed in range(3):
-        learner.update(_batch(pendulum, seed=seed), 0.0)
+        learner.update(fake_batch(pendulum, seed=seed), 0.0)
     state = learner.state_dict()
     # What shoal.load rebuilds: make_networks(spec, config) loading state["network"].
     make_networks(pendulum, config).load_state_dict(state["network"])
@@ -193,7 +142,7 @@ def test_state_dict_round_trips_and_learning_continues_identically(pendulum):
     for name in ("network", "target_critic"):
         for key, value in state[name].items():
             torch.testing.assert_close(copy.state_dict()[name][key], value, rtol=0, atol=0)
-    batch = _batch(pendulum, seed=9)
+    batch = fake_batch(pendulum, seed=9)
     torch.manual_seed(5)
     first = learner.update(batch, 0.0).metrics
     torch.manual_seed(5)
@@ -235,15 +184,11 @@ def test_data_path_stores_continuous_transitions_and_float32_observations():
 TINY = {"hidden_sizes": [32, 32], "batch_size": 32, "learning_starts": 200}
 
 
-def _last_row(run_dir):
-    return json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])
-
-
 def test_sac_runs_with_central_inference_and_loads(quiet_run):
     run = {**quiet_run, "inference": "central", "actors": 2, "num_envs": 2, "eval_episodes": 1}
     run |= {"log_interval": 200}
     result = shoal.train("sac", "Pendulum-v1", seed=0, total_steps=800, agent=TINY, run=run)
-    last = _last_row(result.run_dir)
+    last = last_row(result.run_dir)
     assert last["replay_inserted"] >= 600 and last["inference_batch_size"] > 0
     # One gradient step of 32 per inserted transition once 200 are in (within one batch).
     assert last["gradient_steps"] > 0 and last["replay_sampled"] == 32 * last["gradient_steps"]
@@ -264,7 +209,7 @@ def test_sac_runs_on_ray_with_replay_shards(ray_cluster, quiet_run):
     run |= {"eval_episodes": 1, "log_interval": 200}
     agent = {**TINY, "unroll_length": 8}
     result = shoal.train("sac", "Pendulum-v1", seed=0, total_steps=1_200, agent=agent, run=run)
-    last = _last_row(result.run_dir)
+    last = last_row(result.run_dir)
     assert last["replay_inserted"] >= 800 and last["replay_size"] > 0
     assert last["gradient_steps"] > 0 and last["replay_sampled"] > 0
     actions = shoal.load(result.run_dir).act(np.zeros((5, 3), np.float32))

@@ -3,72 +3,20 @@ runs inline and on ray (the Pendulum learning target: test_learning_slow.py)."""
 
 from __future__ import annotations
 
-import json
-
-import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from continuous_helpers import BOX, fake_batch, last_row, params, step_inputs, unchanged
 
 import shoal
-from shoal.agents.base import StepInputs
 from shoal.agents.td3 import AGENT, TD3Config
 from shoal.agents.td3.actor import TD3Policy
 from shoal.agents.td3.learner import TD3Learner
 from shoal.agents.td3.networks import make_networks
 from shoal.data import Layout, Unroll
-from shoal.envs.config import EnvConfig
-from shoal.envs.registry import env_spec
-from shoal.envs.spec import EnvSpec
 from shoal.errors import ShoalError
 
 SMALL = TD3Config(hidden_sizes=(32, 32), batch_size=16, learning_starts=0)
-# Two action entries with asymmetric bounds, to see the rescaling from [-1, 1].
-BOX = EnvSpec(
-    "box",
-    gym.spaces.Box(-1.0, 1.0, (4,), np.float64),
-    gym.spaces.Box(np.array([0.0, -3.0], np.float32), np.array([1.0, 5.0], np.float32)),
-)
-
-
-@pytest.fixture
-def pendulum():
-    return env_spec("Pendulum-v1", EnvConfig())
-
-
-def _batch(spec, size=16, seed=0):
-    rng = np.random.default_rng(seed)
-    d, obs_dim = spec.action_shape[0], spec.obs_shape[0]
-    return {
-        "obs": rng.normal(size=(size, obs_dim)).astype(np.float32),
-        "next_obs": rng.normal(size=(size, obs_dim)).astype(np.float32),
-        "action": rng.uniform(-1, 1, (size, d)).astype(np.float32),
-        "reward": rng.normal(size=size).astype(np.float32),
-        "discount": np.where(rng.random(size) < 0.2, 0.0, 0.99).astype(np.float32),
-        "weights": np.ones(size, np.float32),
-        "indices": np.arange(size),
-    }
-
-
-def _inputs(steps):
-    steps = np.asarray(steps, np.int64)
-    n = len(steps)
-    return StepInputs(
-        np.zeros(n, bool),
-        np.zeros((n, 2), np.float32),
-        np.zeros(n, np.float32),
-        np.arange(n),
-        steps,
-    )
-
-
-def _params(module):
-    return [p.detach().clone() for p in module.parameters()]
-
-
-def _unchanged(before, module):
-    """Per parameter tensor of `module`: equal to its copy in `before`."""
-    return [torch.equal(a, b) for a, b in zip(before, module.parameters(), strict=True)]
 
 
 def test_config_checks_name_the_flag_to_set(quiet_run, tmp_path):
@@ -99,7 +47,7 @@ def test_actions_stay_in_bounds_and_greedy_is_the_actor_without_noise():
     with torch.no_grad():
         actor = net.actor(torch.from_numpy(obs)).numpy()
     for mode in ("train", "sample", "greedy"):
-        out = policy.step(obs, {}, _inputs(np.full(500, 10**6)), mode)
+        out = policy.step(obs, {}, step_inputs(np.full(500, 10**6)), mode)
         assert out.action.shape == (500, 2) and out.action.dtype == np.float32
         assert np.all(np.abs(out.action) <= 1.0)
         assert np.all(out.env_action >= low) and np.all(out.env_action <= high)
@@ -109,7 +57,7 @@ def test_actions_stay_in_bounds_and_greedy_is_the_actor_without_noise():
         else:  # N(0, 0.1²) noise, then clipped: the first entry is often pushed to 1
             noise = out.action - actor
             assert 0.05 < noise[:, 1].std() < 0.15 and (out.action[:, 0] == 1.0).any()
-    greedy = [policy.step(obs, {}, _inputs(np.zeros(500)), "greedy").action for _ in range(2)]
+    greedy = [policy.step(obs, {}, step_inputs(np.zeros(500)), "greedy").action for _ in range(2)]
     np.testing.assert_array_equal(greedy[0], greedy[1])
 
 
@@ -121,7 +69,7 @@ def test_warm_up_acts_uniformly_until_learning_starts(pendulum):
     # 4 envs: a row that took 24 steps is within the run's first 96 < 100; at 25 it is past.
     policy = TD3Policy(pendulum, config, net, seed=0, layout=Layout(actors=2, envs_per_actor=2))
     steps = np.where(np.arange(2000) % 2 == 0, 24, 25)
-    action = policy.step(np.zeros((2000, 3), np.float32), {}, _inputs(steps), "train").action
+    action = policy.step(np.zeros((2000, 3), np.float32), {}, step_inputs(steps), "train").action
     warm, learned = action[steps == 24, 0], action[steps == 25, 0]
     assert warm.min() < -0.9 and warm.max() > 0.9 and abs(warm.mean()) < 0.1
     assert learned.min() > 0.99
@@ -132,11 +80,11 @@ def test_actor_and_targets_move_only_every_policy_delay_updates(pendulum):
     learner = TD3Learner(pendulum, config, make_networks(pendulum, config))
     net = learner.net
     for update in (1, 2, 3, 4, 5, 6):
-        actor, critic = _params(net.actor), _params(net.critic)
-        target_actor, target_critic = _params(learner.target_actor), _params(learner.target_critic)
-        metrics = learner.update(_batch(pendulum, seed=update), 0.0).metrics
+        actor, critic = params(net.actor), params(net.critic)
+        target_actor, target_critic = params(learner.target_actor), params(learner.target_critic)
+        metrics = learner.update(fake_batch(pendulum, seed=update), 0.0).metrics
         assert learner.version == learner.gradient_steps == update
-        assert not any(_unchanged(critic, net.critic))  # the critics learn every update
+        assert not any(unchanged(critic, net.critic))  # the critics learn every update
         delayed = update % 3 == 0
         assert metrics["actor_steps"] == update // 3
         for before, module in (
@@ -144,7 +92,7 @@ def test_actor_and_targets_move_only_every_policy_delay_updates(pendulum):
             (target_actor, learner.target_actor),
             (target_critic, learner.target_critic),
         ):
-            assert all(_unchanged(before, module)) is not delayed
+            assert all(unchanged(before, module)) is not delayed
         if delayed:  # target <- (1 - tau) target + tau online, after the online step
             pairs = [
                 (target_actor, learner.target_actor, net.actor),
@@ -160,7 +108,7 @@ def test_state_dict_round_trips_and_learning_continues_identically(pendulum):
     config = TD3Config(hidden_sizes=(32, 32), batch_size=16)
     learner = TD3Learner(pendulum, config, make_networks(pendulum, config))
     for seed in range(3):
-        learner.update(_batch(pendulum, seed=seed), 0.0)
+        learner.update(fake_batch(pendulum, seed=seed), 0.0)
     state = learner.state_dict()
     make_networks(pendulum, config).load_state_dict(state["network"])  # as shoal.load does
     copy = TD3Learner(pendulum, config, make_networks(pendulum, config))
@@ -169,7 +117,7 @@ def test_state_dict_round_trips_and_learning_continues_identically(pendulum):
     for name in ("network", "target_actor", "target_critic"):
         for key, value in state[name].items():
             torch.testing.assert_close(copy.state_dict()[name][key], value, rtol=0, atol=0)
-    batch = _batch(pendulum, seed=9)
+    batch = fake_batch(pendulum, seed=9)
     torch.manual_seed(5)
     first = learner.update(batch, 0.0).metrics  # the 4th: the actor steps too
     torch.manual_seed(5)
@@ -212,15 +160,11 @@ def test_data_path_stores_continuous_transitions():
 TINY = {"hidden_sizes": [32, 32], "batch_size": 32, "learning_starts": 200, "unroll_length": 2}
 
 
-def _last_row(run_dir):
-    return json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])
-
-
 def test_td3_runs_with_central_inference_and_loads(quiet_run):
     run = {**quiet_run, "inference": "central", "actors": 2, "num_envs": 2, "eval_episodes": 1}
     run |= {"log_interval": 200}
     result = shoal.train("td3", "Pendulum-v1", seed=0, total_steps=800, agent=TINY, run=run)
-    last = _last_row(result.run_dir)
+    last = last_row(result.run_dir)
     assert last["replay_inserted"] >= 600 and last["inference_batch_size"] > 0
     assert last["gradient_steps"] > 0 and last["replay_sampled"] == 32 * last["gradient_steps"]
     assert last["actor_steps"] == last["gradient_steps"] // 2
@@ -238,7 +182,7 @@ def test_td3_runs_on_ray_with_replay_shards(ray_cluster, quiet_run):
     run |= {"eval_episodes": 1, "log_interval": 200}
     agent = {**TINY, "unroll_length": 8}
     result = shoal.train("td3", "Pendulum-v1", seed=0, total_steps=1_200, agent=agent, run=run)
-    last = _last_row(result.run_dir)
+    last = last_row(result.run_dir)
     assert last["replay_inserted"] >= 800 and last["replay_size"] > 0
     assert last["gradient_steps"] > 0 and last["actor_steps"] > 0
     actions = shoal.load(result.run_dir).act(np.zeros((5, 3), np.float32))
