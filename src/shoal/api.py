@@ -150,6 +150,7 @@ class LoadedPolicy:
             ) from None
         self.net.eval()
         policy = agent.make_policy(self.spec, self.config, self.net, 0, Layout())
+        policy.load_state_dict(state.get("policies", {}))  # e.g. Agent57's evaluator bandit
         self.acting = Acting(policy, self.spec, "greedy" if deterministic else "sample")
 
     def act(self, obs: Any) -> np.ndarray:

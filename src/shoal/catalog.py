@@ -34,6 +34,10 @@ AGENTS: dict[str, tuple[str, str]] = {
         "shoal.agents.r2d2",
         "R2D2: recurrent (LSTM) DQN from replayed sequences with stored state and burn-in",
     ),
+    "agent57": (
+        "shoal.agents.agent57",
+        "Agent57: R2D2 with NGU novelty, 32 (beta, gamma) mixtures and a UCB meta-controller",
+    ),
     "sac": (
         "shoal.agents.sac",
         "Soft Actor-Critic: squashed Gaussian policy, twin critics, tuned entropy (continuous)",

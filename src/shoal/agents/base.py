@@ -93,6 +93,24 @@ class Policy:
         """Take weights published by the learner (`Learner.weights`)."""
         self.net.load_state_dict(weights)
 
+    def observe(self, slots: np.ndarray, rewards: np.ndarray, ended: np.ndarray) -> None:
+        """What the rows' last actions led to (`[n]` each): every reward reaches the policy
+        here, the last of an episode too, which `step` never sees (Agent57's meta-controller
+        learns from whole episodes' returns). Most policies need nothing from it."""
+        return None
+
+    def state_dict(self) -> dict[str, Any]:
+        """What the policy learned while acting and a resumed run must continue from (Agent57's
+        bandits and novelty statistics), as tensors and plain Python values. Keys name the
+        actors or env slots they belong to, so the states of the policies of several actors
+        merge into the run's by a dict union; the runtime checkpoints that union."""
+        return {}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Continue from a checkpointed union of policies' states, taking the entries of the
+        actors and slots this policy serves (absent ones start afresh)."""
+        return None
+
 
 class Update(NamedTuple):
     """What one learner update returns."""
@@ -148,6 +166,10 @@ def _no_checks(config: Any, layout: Layout) -> None:
     return None
 
 
+def _no_metrics(policy_state: Mapping[str, Any]) -> dict[str, float]:
+    return {}
+
+
 @dataclass(frozen=True)
 class Agent:
     """Everything the runtime needs to run one algorithm."""
@@ -162,3 +184,6 @@ class Agent:
     make_data_path: Callable[[EnvSpec, Any, Layout], DataPath]
     # Checks that need the run's layout as well as the config; raise ValueError.
     validate: Callable[[Any, Layout], None] = field(default=_no_checks)
+    # Metrics from the run's merged `Policy.state_dict`s (Agent57: its bandits' arms), added to
+    # every metrics row by the driver.
+    policy_metrics: Callable[[Mapping[str, Any]], dict[str, float]] = field(default=_no_metrics)

@@ -28,7 +28,7 @@ from shoal.ops.policy_losses import (
     huber_loss,
     value_loss,
 )
-from shoal.ops.retrace import retrace
+from shoal.ops.retrace import retrace, transformed_greedy_retrace
 from shoal.ops.returns import discounted_returns, lambda_returns, n_step_returns
 from shoal.ops.squashed_gaussian import (
     SquashedSample,
@@ -37,6 +37,7 @@ from shoal.ops.squashed_gaussian import (
     tanh_log_det_jacobian,
 )
 from shoal.ops.value_rescaling import (
+    combine_q_values,
     signed_hyperbolic,
     signed_parabolic,
     transformed_n_step_double_q_targets,
@@ -54,6 +55,7 @@ __all__ = [
     "clipped_double_q_target",
     "clipped_surrogate_loss",
     "clipped_value_loss",
+    "combine_q_values",
     "discounted_returns",
     "gaussian_entropy",
     "gaussian_log_prob",
@@ -73,6 +75,7 @@ __all__ = [
     "squashed_gaussian_sample",
     "tanh_log_det_jacobian",
     "temperature_loss",
+    "transformed_greedy_retrace",
     "transformed_n_step_double_q_targets",
     "value_loss",
     "vtrace",

@@ -20,6 +20,7 @@ import torch
 from torch import Tensor
 
 from shoal.ops._checks import check_same_shape, check_time_batch, end_mask
+from shoal.ops.value_rescaling import DEFAULT_EPS, signed_hyperbolic, signed_parabolic
 
 
 def retrace(
@@ -60,3 +61,51 @@ def retrace(
         g = r_t[t] + discount_t[t] * (v_t[t] + correction)
         out.append(g)
     return torch.stack(out[::-1])
+
+
+def transformed_greedy_retrace(
+    q_target_t: Tensor,
+    a_t: Tensor,
+    greedy_t: Tensor,
+    r_t: Tensor,
+    discount_t: Tensor,
+    lambda_: float,
+    end_t: Tensor | None = None,
+    eps: float = DEFAULT_EPS,
+) -> Tensor:
+    """Agent57's targets for `h(Q(x_t, a_t))`, `[T, B]`: Retrace towards a greedy policy, in
+    the space of the value rescaling h (Badia et al. 2020, "Agent57", section 2 and appendix;
+    Pohlen et al. 2018 for the transformed operator).
+
+    The target policy π is greedy: π(a|x) = 1[a = greedy(x)], so `E_π Q(x, ·) = Q(x,
+    greedy(x))` and the traces are `c_t = λ 1[a_t = greedy(x_t)]` (`min(1, π/μ) = 1` where the
+    behaviour's action is the greedy one). Values are unscaled by h^{-1} before the Retrace
+    recursion and the result is rescaled by h.
+
+    Args:
+        q_target_t: target-network Q-values in h-space of the sequence's `T + 1` entries
+            `x_0 .. x_T`, `[T + 1, B, A]`.
+        a_t: actions taken at `x_0 .. x_{T-1}`, `[T, B]`.
+        greedy_t: the target policy's action at every entry, `[T + 1, B]` (Agent57: the argmax
+            of the combined Q-values, `combine_q_values`, whichever head is learned).
+        r_t, discount_t: `[T, B]`, the head's reward and `γ` (0 where terminated).
+        lambda_: the trace coefficient λ.
+        end_t: episode ends `[T, B]`, or None.
+    """
+    check_time_batch("r_t", r_t)
+    length, width = r_t.shape
+    if q_target_t.dim() != 3 or tuple(q_target_t.shape[:2]) != (length + 1, width):
+        raise ValueError(
+            f"q_target_t must be [T + 1, B, A] = [{length + 1}, {width}, A], got "
+            f"{list(q_target_t.shape)}"
+        )
+    check_same_shape("r_t", r_t, [("a_t", a_t), ("discount_t", discount_t)])
+    if tuple(greedy_t.shape) != (length + 1, width):
+        raise ValueError(f"greedy_t must be [T + 1, B], got {list(greedy_t.shape)}")
+    with torch.no_grad():
+        q = signed_parabolic(q_target_t.detach(), eps)
+        q_taken = q[:-1].gather(-1, a_t.long().unsqueeze(-1)).squeeze(-1)
+        v_next = q[1:].gather(-1, greedy_t[1:].long().unsqueeze(-1)).squeeze(-1)
+        traces = lambda_ * (a_t.long() == greedy_t[:-1].long()).to(q.dtype)
+        returns = retrace(q_taken, v_next, r_t.to(q.dtype), discount_t.to(q.dtype), traces, end_t)
+        return signed_hyperbolic(returns, eps)

@@ -71,3 +71,26 @@ def transformed_n_step_double_q_targets(
         bootstrap = signed_parabolic(q_target_t.gather(-1, best).squeeze(-1), eps)
         returns = n_step_returns(r_t, discount_t, bootstrap, n, end_t)
         return signed_hyperbolic(returns, eps)
+
+
+def combine_q_values(
+    q_extrinsic: Tensor, q_intrinsic: Tensor, beta: Tensor | float, eps: float = DEFAULT_EPS
+) -> Tensor:
+    """Agent57's combined Q-values `h(h^{-1}(Q_e) + β h^{-1}(Q_i))` (Badia et al. 2020,
+    "Agent57", section 4.1): the two heads are learned in h-space and mixed in value space.
+
+    `q_extrinsic`, `q_intrinsic`: `[..., A]` in h-space; `beta`: a float or `[...]` per row.
+    """
+    if q_extrinsic.shape != q_intrinsic.shape:
+        raise ValueError(
+            f"q_extrinsic and q_intrinsic must have one shape, got {list(q_extrinsic.shape)} "
+            f"and {list(q_intrinsic.shape)}"
+        )
+    if isinstance(beta, Tensor):
+        if tuple(beta.shape) != tuple(q_extrinsic.shape[:-1]):
+            raise ValueError(
+                f"beta must be [...] = {list(q_extrinsic.shape[:-1])}, got {list(beta.shape)}"
+            )
+        beta = beta.unsqueeze(-1).to(q_extrinsic.dtype)
+    mixed = signed_parabolic(q_extrinsic, eps) + beta * signed_parabolic(q_intrinsic, eps)
+    return signed_hyperbolic(mixed, eps)

@@ -27,6 +27,8 @@ class ActorStats:
     returns: list[float] = field(default_factory=list)  # episodes that ended in it
     lengths: list[int] = field(default_factory=list)
     version: int = 0  # learner version of the weights that acted
+    # The acting policy's `state_dict` after the unroll, for the driver's checkpoints.
+    policy_state: dict[str, Any] = field(default_factory=dict)
 
 
 class WeightsSource(Protocol):
@@ -35,10 +37,15 @@ class WeightsSource(Protocol):
         ...
 
 
-def build_acting(program: Program, net: Any, seed: int, actor: int) -> Acting:
-    """Actor `actor`'s policy on `net` with its rows' store (slots `actor * E + j`)."""
+def build_acting(
+    program: Program, net: Any, seed: int, actor: int, policy_state: dict | None = None
+) -> Acting:
+    """Actor `actor`'s policy on `net` with its rows' store (slots `actor * E + j`), continuing
+    from the run's checkpointed `policy_state` (see `Policy.state_dict`) if given."""
     agent, layout = program.agent, program.layout
     policy = agent.make_policy(program.spec, program.agent_config, net, seed, layout)
+    if policy_state:
+        policy.load_state_dict(policy_state)
     return Acting(policy, program.spec, "train", slot_offset=actor * layout.envs_per_actor)
 
 
@@ -69,7 +76,8 @@ class Actor:
         if not self.table.insert(items, version, block, steps):
             return None
         returns, lengths = self.collector.drain_episodes()
-        return ActorStats(steps, returns, lengths, unroll.behaviour_version)
+        policy_state = self.acting.policy.state_dict()
+        return ActorStats(steps, returns, lengths, unroll.behaviour_version, policy_state)
 
     def close(self) -> None:
         self.collector.env.close()
@@ -82,16 +90,17 @@ def build_actor(
     table: Table,
     weights: WeightsSource | None = None,
     net: Any = None,
+    policy_state: dict | None = None,
 ) -> Actor:
     """Actor `index`: its envs (env j seeded `seed + j`), policy, adder and table.
 
     `net` shares a network with the learner (inline, in turn); otherwise the actor builds its
-    own and takes weights from `weights`.
+    own and takes weights from `weights`. `policy_state`: the run's checkpointed policies'.
     """
     agent, config = program.agent, program.agent_config
     if net is None:
         net = agent.make_networks(program.spec, config)
-    acting = build_acting(program, net, seed, index)
+    acting = build_acting(program, net, seed, index, policy_state)
     env = make_vector_env(
         program.env_source, program.spec, program.env_config, program.run.num_envs, seed
     )

@@ -106,10 +106,19 @@ class CentralActing:
     is where the server takes the learner's newest weights from.
     """
 
-    def __init__(self, program: Program, net: Any, tables: Sequence[Table], weights: Any) -> None:
+    def __init__(
+        self,
+        program: Program,
+        net: Any,
+        tables: Sequence[Table],
+        weights: Any,
+        policy_state: dict | None = None,
+    ) -> None:
         agent, config, run = program.agent, program.agent_config, program.run
         layout, data_path = program.layout, program.data_path()
         policy = agent.make_policy(program.spec, config, net, program.seed, layout)
+        if policy_state:  # a resumed run's checkpointed policy state (`Policy.state_dict`)
+            policy.load_state_dict(policy_state)
         self.acting = Acting(policy, program.spec, "train")
         self.actors = [
             _Actor(i, run.num_envs, program.spec, data_path.unroll_length, adder)
@@ -173,11 +182,13 @@ class CentralActing:
         for the driver. False once the run is ending."""
         with self.server.locked():  # the adder may use the server's network (priorities)
             items = actor.adder.add(unroll)
+            policy_state = self.acting.policy.state_dict()
         stats = ActorStats(
             unroll.length * unroll.batch_size,
             actor.returns,
             actor.lengths,
             unroll.behaviour_version,
+            policy_state,
         )
         actor.returns, actor.lengths = [], []
         with self._stats_lock:

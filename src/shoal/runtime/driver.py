@@ -33,7 +33,10 @@ class Driver:
         self.resume_count = 0 if resume is None else int(resume["resume_count"]) + 1
         self.counter = Counter(run)
         self.counts = self.counter.counts  # launcher events, e.g. actor restarts
+        # The union of the acting policies' newest `Policy.state_dict`s (Agent57's bandits).
+        self.policy_state: dict[str, Any] = {}
         if resume is not None:
+            self.policy_state.update(resume.get("policies", {}))
             counter = self.counter
             counter.env_steps = int(resume["env_steps"])
             counter.episodes = int(resume["episodes"])
@@ -71,6 +74,7 @@ class Driver:
             return
         self.counter.env_steps += stats.steps
         self.counter.add_episodes(stats.returns, stats.lengths)
+        self.policy_state.update(stats.policy_state)
         self.console.update(self.counter.env_steps, self.counter.mean_return)
 
     def count(self, event: str, n: int = 1) -> None:
@@ -116,6 +120,7 @@ class Driver:
             "counts": dict(self.counts),
             "torch_rng": torch.get_rng_state(),
             "learner": learner_state,
+            "policies": dict(self.policy_state),
         }
         run = self.program.run
         save_checkpoint(
@@ -135,6 +140,7 @@ class Driver:
             "policy_lag": policy_lag,
             **self.counts,
             **metrics,
+            **self.program.agent.policy_metrics(self.policy_state),
             "time": round(counter.elapsed, 3),
             "steps_per_second": round(rate, 1),
         }

@@ -65,7 +65,13 @@ def _in_turn(driver: Driver, program: Program) -> None:
     board = None if shared else WeightsBoard()
     loop = LearnerLoop(learner, table, board, progress=_progress(driver))
     actor = build_actor(
-        program, 0, driver.env_seed, table, weights=board, net=net if shared else None
+        program,
+        0,
+        driver.env_seed,
+        table,
+        weights=board,
+        net=net if shared else None,
+        policy_state=driver.policy_state,
     )
     try:
         while not driver.should_stop():
@@ -137,7 +143,10 @@ def _overlapped(driver: Driver, program: Program) -> None:
     table = program.data_path().make_table(1, program.seed)
     board = WeightsBoard()
     loop = LearnerLoop(learner, table, board, progress=_progress(driver))
-    thread = _ActorThread(build_actor(program, 0, driver.env_seed, table, weights=board))
+    actor = build_actor(
+        program, 0, driver.env_seed, table, weights=board, policy_state=driver.policy_state
+    )
+    thread = _ActorThread(actor)
     thread.start()
     try:
         _learn_beside(driver, loop, thread)
@@ -157,7 +166,7 @@ def _central(driver: Driver, program: Program) -> None:
     table = program.data_path().make_table(1, program.seed)
     board = WeightsBoard()
     net = program.agent.make_networks(program.spec, program.agent_config).to(device)
-    hub = CentralActing(program, net, [table], board)
+    hub = CentralActing(program, net, [table], board, driver.policy_state)
     loop = LearnerLoop(learner, table, board, (hub.metrics,), _progress(driver))
     envs = [
         make_vector_env(

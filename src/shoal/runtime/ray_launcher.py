@@ -96,6 +96,7 @@ def run_ray(program: Program, resume: dict[str, Any] | None = None) -> Counter:
                     run.torch_threads,
                     [f"{prefix}-replay{i}" for i in range(len(shards))],
                     central,
+                    driver.policy_state,
                 )
             )
             handles.append(learner)
@@ -148,7 +149,11 @@ def _start_actors(
             actors.append(actor_class.remote(program, i, seed))
         else:
             table = f"{prefix}-replay{i % shards}" if shards else f"{prefix}-learner"
-            actors.append(actor_class.remote(program, i, seed, table, f"{prefix}-learner"))
+            actors.append(
+                actor_class.remote(
+                    program, i, seed, table, f"{prefix}-learner", driver.policy_state
+                )
+            )
     return actors
 
 

@@ -66,8 +66,10 @@ class LearnerProcess:
         threads: int,
         shards: list[str],
         central: bool,
+        policy_state: dict | None = None,
     ) -> None:
-        """`steps`: env steps of the run so far (a resumed run's); `shards`: table shards' names."""
+        """`steps`: env steps of the run so far (a resumed run's); `shards`: table shards' names;
+        `policy_state`: the checkpointed policies' state (for the central server's policy)."""
         import ray
 
         shards = [ray.get_actor(name) for name in shards]
@@ -88,7 +90,7 @@ class LearnerProcess:
             self.board = WeightsBoard()
             net = program.agent.make_networks(program.spec, program.agent_config).to(device)
             tables = [RemoteTable(shard) for shard in shards] or [self.table]
-            self.hub = CentralActing(program, net, tables, self.board)
+            self.hub = CentralActing(program, net, tables, self.board, policy_state)
             sources = (self.hub.metrics,)
         else:  # actors in other processes fetch them from the object store
             self.board = WeightsBoard(pack=lambda weights: [_pack(weights)])
@@ -145,7 +147,17 @@ class ActorProcess:
     """Steps `num_envs` environments with the newest weights it can get; inserts into `table`
     (a replay shard, or the learner's process)."""
 
-    def __init__(self, program: Program, index: int, seed: int, table: str, learner: str) -> None:
+    def __init__(
+        self,
+        program: Program,
+        index: int,
+        seed: int,
+        table: str,
+        learner: str,
+        policy_state: dict | None = None,
+    ) -> None:
+        """`policy_state`: the checkpointed policies' state the actor's policy continues from
+        (a restarted process starts from it again: what it learned since is lost)."""
         import ray
 
         torch.set_num_threads(1)
@@ -154,7 +166,12 @@ class ActorProcess:
         # arguments would live in the object store).
         table_handle, learner_handle = ray.get_actor(table), ray.get_actor(learner)
         self.actor = build_actor(
-            program, index, seed, RemoteTable(table_handle), weights=RemoteWeights(learner_handle)
+            program,
+            index,
+            seed,
+            RemoteTable(table_handle),
+            weights=RemoteWeights(learner_handle),
+            policy_state=policy_state,
         )
 
     def collect(self) -> ActorStats | None:

@@ -124,17 +124,19 @@ class Acting:
     def observe(self, rewards: np.ndarray, ended: np.ndarray, rows: np.ndarray | None = None):
         """What the rows' last actions led to: `rewards [n]` and which episodes ended there
         (`terminated | truncated`); those rows start afresh at their next `act`."""
-        rewards = np.asarray(rewards, np.float32)
+        rewards, ended = np.asarray(rewards, np.float32), np.asarray(ended, bool)
         if rows is None:  # all rows `0..n-1`, the common case: slices, no index arrays
             n = rewards.shape[0]
             self._grow(n)
             self._prev_reward[:n] = rewards
-            self._first[:n] |= np.asarray(ended, bool)
+            self._first[:n] |= ended
+            self.policy.observe(self._slots(slice(0, n)), rewards, ended)
             return
         index = np.asarray(rows, np.int64)
         self._grow(int(index.max()) + 1 if index.size else 0)
         self._prev_reward[index] = rewards
-        self._first[index[np.asarray(ended, bool)]] = True
+        self._first[index[ended]] = True
+        self.policy.observe(self._slots(index), rewards, ended)
 
     def restart(self, rows: np.ndarray) -> None:
         """These rows start a new episode at their next `act` (e.g. a reconnected actor)."""

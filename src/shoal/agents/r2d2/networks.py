@@ -27,9 +27,13 @@ class R2D2Net(nn.Module):
     The paper feeds the raw previous reward; here it is squashed with tanh, so one large reward
     cannot saturate the LSTM's gates (the Q-values are rescaled, the inputs would not be). The
     torso is picked like DQN's and IMPALA's (MLP for vectors, a CNN for images).
+
+    `extra_inputs` > 0 widens the core's input by that many features, given to `unroll` as
+    `extra [T, B, X]` (Agent57: the previous intrinsic reward and the one-hot mixture index);
+    unlike the previous action and reward they are not zeroed at `first` steps.
     """
 
-    def __init__(self, spec: EnvSpec, config: R2D2Config) -> None:
+    def __init__(self, spec: EnvSpec, config: R2D2Config, extra_inputs: int = 0) -> None:
         super().__init__()
         if not spec.discrete:
             raise ConfigError(
@@ -40,7 +44,8 @@ class R2D2Net(nn.Module):
             spec.observation_space, config.torso, config.hidden_sizes, config.activation
         )
         self.num_actions = spec.num_actions
-        width = int(self.torso.out_features) + self.num_actions + 1
+        self.extra_inputs = int(extra_inputs)
+        width = int(self.torso.out_features) + self.num_actions + 1 + self.extra_inputs
         self.core = LSTMCore(width, config.lstm_size)
         self.head = DuelingQHead(config.lstm_size, self.num_actions, config.dueling_hidden)
 
@@ -55,8 +60,9 @@ class R2D2Net(nn.Module):
         prev_reward: torch.Tensor,
         first: torch.Tensor,
         state: LSTMState,
+        extra: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, LSTMState]:
-        return self.unroll(obs, prev_action, prev_reward, first, state)
+        return self.unroll(obs, prev_action, prev_reward, first, state, extra)
 
     def unroll(
         self,
@@ -65,6 +71,7 @@ class R2D2Net(nn.Module):
         prev_reward: torch.Tensor,
         first: torch.Tensor,
         state: LSTMState,
+        extra: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, LSTMState]:
         """Q-values `[T, B, A]` (in the rescaled space h(Q)) and the state after step T - 1."""
         if first.dim() != 2 or first.dtype != torch.bool:
@@ -87,7 +94,13 @@ class R2D2Net(nn.Module):
         keep = (~first).unsqueeze(-1).to(features.dtype)
         action = nn.functional.one_hot(prev_action.long(), self.num_actions).to(features.dtype)
         reward = torch.tanh(prev_reward.to(features.dtype)).unsqueeze(-1)
-        x = torch.cat([features, action * keep, reward * keep], dim=-1)
+        parts = [features, action * keep, reward * keep]
+        if self.extra_inputs:
+            if extra is None or tuple(extra.shape) != (length, width, self.extra_inputs):
+                got = None if extra is None else list(extra.shape)
+                raise ValueError(f"extra must be [T, B, {self.extra_inputs}], got {got}")
+            parts.append(extra.to(features.dtype))
+        x = torch.cat(parts, dim=-1)
         out, state = self.core(x, state, first)
         q = self.head(out.flatten(0, 1)).view(length, width, self.num_actions)
         return q, state
@@ -104,9 +117,15 @@ def check_fits(net: R2D2Net, spec: EnvSpec) -> None:
     """Reject, before training, a network whose outputs do not fit the action space."""
     obs = map_tree(lambda x: torch.as_tensor(x)[None], spec.sample_obs(2))
     zeros = torch.zeros(1, 2)
+    extra = torch.zeros(1, 2, net.extra_inputs) if net.extra_inputs else None
     try:
         q, _ = net.unroll(
-            obs, zeros.long(), zeros, torch.ones(1, 2, dtype=torch.bool), net.initial_state(2)
+            obs,
+            zeros.long(),
+            zeros,
+            torch.ones(1, 2, dtype=torch.bool),
+            net.initial_state(2),
+            extra,
         )
     except (RuntimeError, ValueError) as err:
         raise ConfigError(
