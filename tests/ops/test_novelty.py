@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import collections
 import io
 import math
 
@@ -76,8 +77,9 @@ class _Algorithm1:
         return r
 
 
-def _stream(memory, reference, rng, steps, rows_at, dim, seen):
-    """Drive `memory` and the per-row references with the same random embeddings and resets."""
+def _stream(memory, reference, rng, steps, rows_at, dim, seen, offset=0.0, scale=1.0):
+    """Drive `memory` and the per-row references with the same random embeddings and resets:
+    points `offset + scale N(0, 1)`, exact revisits, and revisits with small and medium noise."""
     for step in range(steps):
         active = rows_at(step)
         chosen = rng.permutation(active)[: rng.integers(1, len(active) + 1)]
@@ -92,11 +94,11 @@ def _stream(memory, reference, rng, steps, rows_at, dim, seen):
             if M and u < 0.25:  # an exact revisit
                 e = np.array(M[rng.integers(len(M))])
             elif M and u < 0.5:  # well inside the cluster distance
-                e = np.array(M[rng.integers(len(M))]) + rng.normal(size=dim) * 0.005
+                e = np.array(M[rng.integers(len(M))]) + rng.normal(size=dim) * 0.005 * scale
             elif M and u < 0.65:  # around the cluster distance
-                e = np.array(M[rng.integers(len(M))]) + rng.normal(size=dim) * 0.15
+                e = np.array(M[rng.integers(len(M))]) + rng.normal(size=dim) * 0.15 * scale
             else:
-                e = rng.normal(size=dim)
+                e = offset + scale * rng.normal(size=dim)
             embeddings[i] = e
         expected = [
             reference[row].step(embeddings[i].astype(np.float64).tolist())
@@ -153,6 +155,18 @@ def test_episodic_memory_matches_algorithm_1(k, capacity, s_max):
         assert seen["max-similarity cut-off"] == 0
     else:
         assert seen["max-similarity cut-off"] > 0, seen
+
+
+def test_episodic_memory_is_exact_far_from_the_origin():
+    # Embeddings of norm ~3000 that differ by ~0.01: |a|² + |b|² - 2ab in float32 would lose
+    # every digit of the distances; the memory must still match Algorithm 1.
+    dim, k, capacity = 8, 10, 40
+    rng = np.random.default_rng(5)
+    seen = collections.Counter()
+    reference = [_Algorithm1(k, EPSILON, XI, C, S_MAX, capacity, seen) for _ in range(2)]
+    memory = EpisodicMemory(2, dim, capacity=capacity, k=k)
+    _stream(memory, reference, rng, 120, lambda _: [0, 1], dim, seen, offset=1000.0, scale=0.01)
+    assert seen["memory full (ring wraps)"] > 0 and seen["inside the cluster distance"] > 0
 
 
 def test_episodic_memory_first_reward_is_one_over_c_and_reset_keeps_the_mean():

@@ -137,6 +137,19 @@ def _as_rows(name: str, rows: _Rows) -> npt.NDArray[np.int64]:
     return array.astype(np.int64, copy=False)
 
 
+class _RowMemory:
+    """One row's embeddings, stored minus the episode's first one (the anchor), and their
+    squared norms; allocated with `torch.empty`, so pages an episode never reaches stay
+    untouched."""
+
+    __slots__ = ("anchor", "sq_norms", "store")
+
+    def __init__(self, capacity: int, dim: int) -> None:
+        self.store = torch.empty(capacity, dim)
+        self.sq_norms = torch.empty(capacity)
+        self.anchor = torch.zeros(dim)
+
+
 class EpisodicMemory:
     """Per-row episodic memories and NGU's episodic reward (Badia et al. 2020, Algorithm 1).
 
@@ -145,7 +158,8 @@ class EpisodicMemory:
     of every squared k-NN distance it has computed. `reset` empties the memory at an episode
     start; the running mean is kept across episodes (and across checkpoints, through
     `state_dict`). Each row's storage is one float32 `[capacity, dim]` tensor, allocated at its
-    first embedding; `torch.empty` leaves the pages an episode never reaches untouched.
+    first embedding; `torch.empty` leaves the pages an episode never reaches untouched. Distances
+    are those of the float32 embeddings, measured relative to the episode's first embedding.
     """
 
     def __init__(
@@ -173,7 +187,7 @@ class EpisodicMemory:
         self.cluster_distance: float = float(cluster_distance)
         self.pseudo_count: float = float(pseudo_count)
         self.max_similarity: float = float(max_similarity)
-        self._store: list[Tensor | None] = []
+        self._memory: list[_RowMemory | None] = []
         self._size: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self._next: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self._sq_sum: npt.NDArray[np.float64] = np.zeros(0, dtype=np.float64)
@@ -183,7 +197,7 @@ class EpisodicMemory:
     @property
     def rows(self) -> int:
         """The number of env rows."""
-        return len(self._store)
+        return len(self._memory)
 
     @property
     def sizes(self) -> npt.NDArray[np.int64]:
@@ -203,7 +217,7 @@ class EpisodicMemory:
                 f"got {rows!r}"
             )
         extra = int(rows) - self.rows
-        self._store.extend([None] * extra)
+        self._memory.extend([None] * extra)
         self._size = np.concatenate([self._size, np.zeros(extra, dtype=np.int64)])
         self._next = np.concatenate([self._next, np.zeros(extra, dtype=np.int64)])
         self._sq_sum = np.concatenate([self._sq_sum, np.zeros(extra, dtype=np.float64)])
@@ -257,20 +271,32 @@ class EpisodicMemory:
         valid = torch.zeros(n, self.k, dtype=torch.bool)
         for i, row in enumerate(array.tolist()):
             size = int(self._size[row])
-            store = self._store[row]
-            if store is None:
-                store = self._store[row] = torch.empty(self.capacity, self.dim)
+            memory = self._memory[row]
+            if memory is None:
+                memory = self._memory[row] = _RowMemory(self.capacity, self.dim)
+            if size == 0:
+                memory.anchor = x[i].clone()
+            f_x = x[i] - memory.anchor
             if size:
-                # Differences, not the |a|² + |b|² - 2ab expansion: a revisited state must give
-                # exactly 0 and near neighbours must not cancel catastrophically.
-                d = (store[:size] - x[i]).square_().sum(-1)
-                if size > self.k:
+                stored = memory.store[:size]
+                if size <= self.k:
+                    d = (stored - f_x).square_().sum(-1)
+                else:
+                    # Rank by |m|² - 2 m·f(x), one matrix-vector product (twice as fast as
+                    # differences over the whole memory). Its float32 cancellation is relative
+                    # to the norms, which the anchor keeps on the episode's scale, so it can only
+                    # reorder near-ties; the 2k candidates are then measured as differences, so
+                    # a revisited state gives exactly 0.
+                    rank = torch.addmv(memory.sq_norms[:size], stored, f_x, alpha=-2.0)
+                    candidates = torch.topk(rank, min(size, 2 * self.k), largest=False).indices
+                    d = (stored[candidates] - f_x).square_().sum(-1)
                     d = torch.topk(d, self.k, largest=False, sorted=False).values
                 m = d.shape[0]
                 sq_distances[i, :m] = d
                 valid[i, :m] = True
             slot = int(self._next[row])
-            store[slot] = x[i]
+            memory.store[slot] = f_x
+            memory.sq_norms[slot] = f_x.dot(f_x)
             self._next[row] = (slot + 1) % self.capacity
             self._size[row] = min(size + 1, self.capacity)
 
