@@ -107,6 +107,24 @@ def test_bandits_learn_whole_episode_returns_and_the_evaluator_row_has_its_own(c
     assert rates[2] == config.eval_epsilon and rates[0] == pytest.approx(config.apex_epsilon)
 
 
+def test_intrinsic_rewards_start_at_zero_and_rate_novel_observations(cartpole):
+    _, _, policy = _policy(cartpole, Layout(actors=1, envs_per_actor=2))
+    acting = Acting(policy, cartpole, "train")
+    obs = np.random.default_rng(0).normal(size=(3, 2, 4)).astype(np.float32)
+    rewards = []
+    for t in range(3):
+        _, _, record = acting.act(obs[t])
+        acting.observe(np.ones(2), np.zeros(2, bool))
+        rewards.append(record["intrinsic_reward"])
+        np.testing.assert_allclose(
+            record["intrinsic_reward"], record["episodic_reward"] * record["multiplier"], rtol=1e-6
+        )
+    assert rewards[0].tolist() == [0.0, 0.0]  # nothing to be novel against yet
+    assert (rewards[1] > 0).all() and (rewards[2] > 0).all()
+    # The previous step's intrinsic reward is part of the recorded state the next step saw.
+    np.testing.assert_allclose(record["prev_intrinsic"], rewards[1])
+
+
 def test_policy_state_round_trips_through_a_checkpoint_file(cartpole, tmp_path):
     layout = Layout(actors=2, envs_per_actor=2)
     config, net, policy = _policy(cartpole, layout)

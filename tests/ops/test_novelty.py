@@ -41,8 +41,8 @@ class _Algorithm1:
 
     def step(self, f_x):
         # 1-5: the k nearest neighbours N_k of f(x_t) in M and their squared distances d_k.
-        all_d2 = sorted(sum((a - b) ** 2 for a, b in zip(f_x, m, strict=True)) for m in self.M)
-        d_k = all_d2[: self.k]
+        all_d2 = np.sort(np.sum((np.array(self.M) - f_x) ** 2, axis=1)) if self.M else []
+        d_k = [float(d) for d in all_d2[: self.k]]
         self.seen["empty memory"] += not d_k
         self.seen["fewer than k neighbours"] += 0 < len(d_k) < self.k
         self.seen["revisit (distance 0)"] += 0.0 in d_k
@@ -70,14 +70,16 @@ class _Algorithm1:
         else:
             r = 1.0 / s
         # The embedding joins the memory after the reward.
-        self.M.append(list(f_x))
+        self.M.append(f_x)
         if len(self.M) > self.capacity:
             self.M.pop(0)
             self.seen["memory full (ring wraps)"] += 1
         return r
 
 
-def _stream(memory, reference, rng, steps, rows_at, dim, seen, offset=0.0, scale=1.0):
+def _stream(
+    memory, reference, rng, steps, rows_at, dim, seen, offset=0.0, scale=1.0, reset_prob=0.05
+):
     """Drive `memory` and the per-row references with the same random embeddings and resets:
     points `offset + scale N(0, 1)`, exact revisits, and revisits with small and medium noise."""
     for step in range(steps):
@@ -85,24 +87,23 @@ def _stream(memory, reference, rng, steps, rows_at, dim, seen, offset=0.0, scale
         chosen = rng.permutation(active)[: rng.integers(1, len(active) + 1)]
         embeddings = np.empty((len(chosen), dim), dtype=np.float32)
         for i, row in enumerate(chosen):
-            if rng.random() < 0.05:
+            if rng.random() < reset_prob:
                 memory.reset([row])
                 reference[row].reset()
                 seen["reset"] += 1
             M = reference[row].M
             u = rng.random()
             if M and u < 0.25:  # an exact revisit
-                e = np.array(M[rng.integers(len(M))])
+                e = M[rng.integers(len(M))]
             elif M and u < 0.5:  # well inside the cluster distance
-                e = np.array(M[rng.integers(len(M))]) + rng.normal(size=dim) * 0.005 * scale
+                e = M[rng.integers(len(M))] + rng.normal(size=dim) * 0.005 * scale
             elif M and u < 0.65:  # around the cluster distance
-                e = np.array(M[rng.integers(len(M))]) + rng.normal(size=dim) * 0.15 * scale
+                e = M[rng.integers(len(M))] + rng.normal(size=dim) * 0.15 * scale
             else:
                 e = offset + scale * rng.normal(size=dim)
             embeddings[i] = e
         expected = [
-            reference[row].step(embeddings[i].astype(np.float64).tolist())
-            for i, row in enumerate(chosen)
+            reference[row].step(embeddings[i].astype(np.float64)) for i, row in enumerate(chosen)
         ]
         got = memory.reward(chosen, torch.from_numpy(embeddings))
         assert got.dtype == torch.float32 and got.shape == (len(chosen),)
@@ -136,7 +137,7 @@ def test_episodic_memory_matches_algorithm_1(k, capacity, s_max):
 
     # The first distance ever is 0: d_m^2 = 0 must not divide 0 by 0.
     first = torch.tensor([[0.5, -1.0, 2.0, 0.25]])
-    expected = [reference[0].step(first[0].double().tolist()) for _ in range(2)]
+    expected = [reference[0].step(first[0].double().numpy()) for _ in range(2)]
     got = [memory.reward([0], first).item() for _ in range(2)]
     np.testing.assert_allclose(got, expected, rtol=1e-6)
 
@@ -148,25 +149,25 @@ def test_episodic_memory_matches_algorithm_1(k, capacity, s_max):
         memory.mean_sq_distance, [r.sum_d2 / r.n_d2 for r in reference], rtol=1e-6
     )
     assert memory.sizes.tolist() == [len(r.M) for r in reference]
-    required = [name for name in seen if name != "max-similarity cut-off"]
+    # With k = 10 the similarity is at most sqrt(10) + c < 8 = s_max: no cut-off is possible.
+    required = [name for name in seen if k < 10 or name != "max-similarity cut-off"]
     assert all(seen[name] > 0 for name in required), seen
-    if k == 10:
-        # sqrt(10) + c < 8: with the paper's constants the cut-off can never fire.
-        assert seen["max-similarity cut-off"] == 0
-    else:
-        assert seen["max-similarity cut-off"] > 0, seen
 
 
-def test_episodic_memory_is_exact_far_from_the_origin():
+@pytest.mark.parametrize("capacity", [40, 3200], ids=["small-memory", "large-memory"])
+def test_episodic_memory_is_exact_far_from_the_origin(capacity):
     # Embeddings of norm ~3000 that differ by ~0.01: |a|² + |b|² - 2ab in float32 would lose
-    # every digit of the distances; the memory must still match Algorithm 1.
-    dim, k, capacity = 8, 10, 40
+    # every digit of the distances; the memory must still match Algorithm 1, also once it holds
+    # thousands of embeddings (where it may search them differently) and wraps.
+    dim, k = 8, 10
     rng = np.random.default_rng(5)
     seen = collections.Counter()
-    reference = [_Algorithm1(k, EPSILON, XI, C, S_MAX, capacity, seen) for _ in range(2)]
-    memory = EpisodicMemory(2, dim, capacity=capacity, k=k)
-    _stream(memory, reference, rng, 120, lambda _: [0, 1], dim, seen, offset=1000.0, scale=0.01)
-    assert seen["memory full (ring wraps)"] > 0 and seen["inside the cluster distance"] > 0
+    reference = [_Algorithm1(k, EPSILON, XI, C, S_MAX, capacity, seen)]
+    memory = EpisodicMemory(1, dim, capacity=capacity, k=k)
+    steps = capacity + 200
+    _stream(memory, reference, rng, steps, lambda _: [0], dim, seen, 1000.0, 0.01, reset_prob=0)
+    assert seen["memory full (ring wraps)"] == 200
+    assert seen["revisit (distance 0)"] > 0 and seen["inside the cluster distance"] > 0
 
 
 def test_episodic_memory_first_reward_is_one_over_c_and_reset_keeps_the_mean():
@@ -228,6 +229,8 @@ def _reward(d, mean, **kwargs):
 def test_episodic_reward_hand_computed():
     # Paper constants, four revisits: d_n = 0, K = 1 each, s = sqrt(4) + 0.001.
     assert _reward([[0.0, 0.0, 0.0, 0.0]], [1.0]).item() == pytest.approx(1 / 2.001, rel=1e-12)
+    # Ten revisits are as similar as k = 10 allows: s = sqrt(10) + c stays under s_max = 8.
+    assert _reward([[0.0] * 10], [1.0]).item() == pytest.approx(1 / (math.sqrt(10) + C), rel=1e-12)
     # eps = 1, xi = 0.5, c = 0.5: d / d_m^2 = [0.5, 0.2, 3.5] -> clustered [0, 0, 3]
     # -> K = [1, 1, 1/4] -> s = sqrt(2.25) + 0.5 = 2 -> r = 1/2.
     constants = {"kernel_epsilon": 1.0, "cluster_distance": 0.5, "pseudo_count": 0.5}

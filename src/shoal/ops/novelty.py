@@ -13,10 +13,12 @@ nearest neighbours `N_k` in the episode's memory `M` (the embeddings of the epis
     r^episodic_t = 0 if s > s_max else 1 / s
 
 with `d²_m` the running mean of the squared k-NN distances, updated with the current distances
-before normalising (Algorithm 1, lines 6-7). The paper's constants are k = 10, ε = 1e-4,
-ξ = 8e-3, c = 1e-3, s_max = 8 and a memory of 30 000 embeddings. Note that with k = 10 the
-similarity is at most `sqrt(10) + c < 8`, so the cut-off only fires for k >= 64 or a smaller
-s_max.
+before normalising (Algorithm 1, lines 6-7). Section 2 describes `d²_m` as an average over the
+k-th neighbours only; Algorithm 1 feeds it all k distances, which is what this module does. An
+empty memory (the first step of every episode) has no neighbours, so `s = c` and the reward is
+`1 / c`, the formula's own limit. The paper's constants are k = 10, ε = 1e-4, ξ = 8e-3,
+c = 1e-3, s_max = 8 and a memory of 30 000 embeddings. With k = 10 the similarity is at most
+`sqrt(10) + c < 8`, so the cut-off only fires for k >= 64 or a smaller s_max.
 
 The lifelong part is Random Network Distillation's novelty (Burda et al. 2018, "Exploration by
 Random Network Distillation", arXiv:1810.12894), normalised as NGU does:
@@ -43,6 +45,10 @@ from shoal.ops._checks import (
 )
 
 __all__ = ["EpisodicMemory", "RunningMeanStd", "episodic_reward", "lifelong_multiplier"]
+
+# Memories larger than this rank their embeddings with a matrix-vector product instead of
+# differences (measured on CPU: the differences stop fitting in cache around here).
+_RANK_BY_PRODUCTS_ABOVE = 3000
 
 _Rows = npt.NDArray[np.integer[Any]] | Sequence[int]
 
@@ -138,16 +144,14 @@ def _as_rows(name: str, rows: _Rows) -> npt.NDArray[np.int64]:
 
 
 class _RowMemory:
-    """One row's embeddings, stored minus the episode's first one (the anchor), and their
-    squared norms; allocated with `torch.empty`, so pages an episode never reaches stay
-    untouched."""
+    """One row's embeddings minus the anchor (its episode's first embedding) and their squared
+    norms; `torch.empty` leaves the pages an episode never reaches untouched."""
 
-    __slots__ = ("anchor", "sq_norms", "store")
+    __slots__ = ("sq_norms", "store")
 
     def __init__(self, capacity: int, dim: int) -> None:
         self.store = torch.empty(capacity, dim)
         self.sq_norms = torch.empty(capacity)
-        self.anchor = torch.zeros(dim)
 
 
 class EpisodicMemory:
@@ -156,10 +160,11 @@ class EpisodicMemory:
     Row `r` is one environment of a vectorised env: it holds the embeddings `f(x)` of its
     current episode (the last `capacity` of them, as a ring buffer) and the running mean `d²_m`
     of every squared k-NN distance it has computed. `reset` empties the memory at an episode
-    start; the running mean is kept across episodes (and across checkpoints, through
-    `state_dict`). Each row's storage is one float32 `[capacity, dim]` tensor, allocated at its
-    first embedding; `torch.empty` leaves the pages an episode never reaches untouched. Distances
-    are those of the float32 embeddings, measured relative to the episode's first embedding.
+    start (so the next reward is `1 / c`); the running mean is kept across episodes (and across
+    checkpoints, through `state_dict`). Rows added later come from `grow`. Each row's storage is
+    one float32 `[capacity, dim]` tensor, allocated at its first embedding; `torch.empty` leaves
+    the pages an episode never reaches untouched. Distances are those of the float32
+    embeddings, measured relative to the episode's first embedding.
     """
 
     def __init__(
@@ -192,6 +197,7 @@ class EpisodicMemory:
         self._next: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self._sq_sum: npt.NDArray[np.float64] = np.zeros(0, dtype=np.float64)
         self._sq_count: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self._anchor: Tensor = torch.zeros(0, self.dim)
         self.grow(int(rows))
 
     @property
@@ -222,6 +228,7 @@ class EpisodicMemory:
         self._next = np.concatenate([self._next, np.zeros(extra, dtype=np.int64)])
         self._sq_sum = np.concatenate([self._sq_sum, np.zeros(extra, dtype=np.float64)])
         self._sq_count = np.concatenate([self._sq_count, np.zeros(extra, dtype=np.int64)])
+        self._anchor = torch.cat([self._anchor, torch.zeros(extra, self.dim)])
 
     def _check_rows(self, rows: _Rows) -> npt.NDArray[np.int64]:
         array = _as_rows("rows", rows)
@@ -267,42 +274,48 @@ class EpisodicMemory:
         if not bool(torch.isfinite(x).all()):
             raise ValueError("embeddings contain NaN or inf; check the embedding network")
 
-        sq_distances = torch.zeros(n, self.k, dtype=torch.float32)
-        valid = torch.zeros(n, self.k, dtype=torch.bool)
-        for i, row in enumerate(array.tolist()):
+        # Embeddings are stored relative to their episode's first one (see below).
+        starts = self._size[array] == 0
+        if starts.any():
+            self._anchor[array[starts]] = x[torch.from_numpy(starts)]
+        f = x - self._anchor[array]
+        sq_norms = f.square().sum(-1).tolist()
+        neighbours: list[Tensor] = []
+        for row, f_x, sq_norm in zip(array.tolist(), f.unbind(0), sq_norms, strict=True):
             size = int(self._size[row])
             memory = self._memory[row]
             if memory is None:
                 memory = self._memory[row] = _RowMemory(self.capacity, self.dim)
-            if size == 0:
-                memory.anchor = x[i].clone()
-            f_x = x[i] - memory.anchor
-            if size:
-                stored = memory.store[:size]
-                if size <= self.k:
-                    d = (stored - f_x).square_().sum(-1)
-                else:
-                    # Rank by |m|² - 2 m·f(x), one matrix-vector product (twice as fast as
-                    # differences over the whole memory). Its float32 cancellation is relative
-                    # to the norms, which the anchor keeps on the episode's scale, so it can only
-                    # reorder near-ties; the 2k candidates are then measured as differences, so
-                    # a revisited state gives exactly 0.
-                    rank = torch.addmv(memory.sq_norms[:size], stored, f_x, alpha=-2.0)
-                    candidates = torch.topk(rank, min(size, 2 * self.k), largest=False).indices
-                    d = (stored[candidates] - f_x).square_().sum(-1)
-                    d = torch.topk(d, self.k, largest=False, sorted=False).values
-                m = d.shape[0]
-                sq_distances[i, :m] = d
-                valid[i, :m] = True
+            stored = memory.store[:size]
+            if size <= max(_RANK_BY_PRODUCTS_ABOVE, 2 * self.k):
+                d = (stored - f_x).square_().sum(-1)
+            else:
+                # Rank by |m|² - 2 m·f(x), one matrix-vector product (about twice as fast once
+                # the differences no longer fit in cache). Its float32 cancellation is relative
+                # to the norms, which the anchor keeps on the episode's scale, so it can only
+                # reorder near-ties; the 2k candidates are then measured as differences, so a
+                # revisited state still gives exactly 0.
+                rank = torch.addmv(memory.sq_norms[:size], stored, f_x, alpha=-2.0)
+                candidates = torch.topk(rank, 2 * self.k, largest=False, sorted=False).indices
+                d = (stored[candidates] - f_x).square_().sum(-1)
+            if size > self.k:
+                d = torch.topk(d, self.k, largest=False, sorted=False).values
+            neighbours.append(d)
             slot = int(self._next[row])
             memory.store[slot] = f_x
-            memory.sq_norms[slot] = f_x.dot(f_x)
+            memory.sq_norms[slot] = sq_norm
             self._next[row] = (slot + 1) % self.capacity
             self._size[row] = min(size + 1, self.capacity)
 
+        counts = torch.tensor([d.shape[0] for d in neighbours], dtype=torch.int64)
+        valid = torch.arange(self.k) < counts.unsqueeze(-1)
+        sq_distances = torch.zeros(n, self.k, dtype=torch.float32)
+        if n and int(counts.max()):
+            padded = torch.nn.utils.rnn.pad_sequence(neighbours, batch_first=True)
+            sq_distances[:, : padded.shape[1]] = padded
         sq64 = sq_distances.double()
         self._sq_sum[array] += sq64.sum(-1).numpy()
-        self._sq_count[array] += valid.sum(-1).numpy()
+        self._sq_count[array] += counts.numpy()
         d_m2 = torch.from_numpy(self._sq_sum[array] / np.maximum(self._sq_count[array], 1))
         reward = episodic_reward(
             sq64,

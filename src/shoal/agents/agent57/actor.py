@@ -195,7 +195,11 @@ class Agent57Policy(Policy):
         self.served.update(slots.tolist())
         if first.any():
             self.memory.reset(slots[first])
+        empty = torch.from_numpy(self.memory.sizes[slots] == 0)
         episodic = self.memory.reward(slots, net.embedding(x).float()).cpu()
+        # An episode's first observation has nothing to be novel against: Algorithm 1's
+        # 1 / c = 1000 there would dwarf every other intrinsic reward, so it gets none.
+        episodic = torch.where(empty, torch.zeros_like(episodic), episodic)
         errors = net.rnd_error(x).float().cpu()
         multiplier = torch.empty_like(errors)
         actors = np.array([self._actor(int(s)) for s in slots])
