@@ -180,3 +180,19 @@ def test_config_checks_name_what_to_set():
         Agent57Config(gamma_min=0.999, gamma_mid=0.99)
     with pytest.raises(ValueError, match=r"--agent\.burn-in"):
         replace(Agent57Config(), burn_in=20)
+
+
+def test_a_torso_from_an_import_path_serves_every_network(cartpole, monkeypatch):
+    import sys
+    import types
+
+    from torch import nn
+
+    module = types.ModuleType("agent57_torsos")
+    module.small = lambda space: nn.Sequential(nn.Flatten(), nn.Linear(4, 8), nn.Tanh())
+    monkeypatch.setitem(sys.modules, "agent57_torsos", module)
+    config = Agent57Config(**(SMALL | {"torso": "agent57_torsos:small"}))
+    net = make_networks(cartpole, config)
+    for part in (net.extrinsic.torso, net.intrinsic.torso, net.embedding[0], net.rnd_target[0]):
+        assert isinstance(part[-1], nn.Tanh)  # each network has its own copy
+    assert net.extrinsic.torso is not net.intrinsic.torso

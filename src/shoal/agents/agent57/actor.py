@@ -32,6 +32,7 @@ from shoal.agents.agent57.bandit import SlidingWindowUCB
 from shoal.agents.agent57.config import Agent57Config
 from shoal.agents.agent57.networks import Agent57Net
 from shoal.agents.base import ActMode, Layout, Policy, PolicyStep, State, StepInputs
+from shoal.agents.r2d2.actor import exploration_rates
 from shoal.envs.spec import EnvSpec
 from shoal.nets import module_device
 from shoal.ops.novelty import EpisodicMemory, RunningMeanStd, lifelong_multiplier
@@ -124,15 +125,10 @@ class Agent57Policy(Policy):
         }
 
     def exploration_rates(self, slots: np.ndarray, mode: ActMode) -> np.ndarray:
-        config, layout = self.config, self.layout
-        if mode != "train":
-            return np.full(len(slots), config.eval_epsilon if mode == "sample" else 0.0)
-        if config.exploration == "per_actor":
-            index, count = slots // layout.envs_per_actor, layout.actors
-        else:
-            index, count = slots, layout.total_envs
-        rates = np.array([config.epsilon(int(i), count) for i in index])
-        return np.where(slots == self.evaluator_slot(), config.eval_epsilon, rates)
+        """R2D2's rates, with the evaluator row at `eval_epsilon` in `train` mode."""
+        rates = exploration_rates(self.config, self.layout, slots, mode)
+        evaluator = (slots == self.evaluator_slot()) & (mode == "train")
+        return np.where(evaluator, self.config.eval_epsilon, rates)
 
     @torch.no_grad()
     def step(self, obs: Any, state: State, inputs: StepInputs, mode: ActMode) -> PolicyStep:

@@ -13,6 +13,7 @@ from typing import Literal
 from shoal.agents.agent57.mixtures import MixtureTable, mixture_table
 from shoal.agents.checks import (
     check_network_settings,
+    check_replay_sizes,
     require_finite_nonnegative,
     require_positive,
     require_unit_interval,
@@ -138,15 +139,7 @@ class Agent57Config:
                 f"sequence_period {self.sequence_period} exceeds sequence_length "
                 f"{self.sequence_length}; set --agent.sequence-period <= the length."
             )
-        if not 0 <= self.min_replay_size <= self.replay_capacity:
-            raise ValueError(
-                f"min_replay_size must be in [0, replay_capacity={self.replay_capacity}], got "
-                f"{self.min_replay_size}; set --agent.min-replay-size lower."
-            )
-        if self.batch_size > self.replay_capacity:
-            raise ValueError(
-                f"batch_size {self.batch_size} exceeds replay_capacity {self.replay_capacity}."
-            )
+        check_replay_sizes(self)
         check_network_settings(self)
 
     def mixtures(self) -> MixtureTable:

@@ -11,6 +11,7 @@ import numpy as np
 
 from shoal.agents.checks import (
     check_network_settings,
+    check_replay_sizes,
     require_finite_nonnegative,
     require_positive,
     require_unit_interval,
@@ -97,15 +98,7 @@ class DQNConfig:
             raise ValueError(
                 f"huber_delta must be > 0 (inf for squared loss), got {self.huber_delta}."
             )
-        if not 0 <= self.min_replay_size <= self.replay_capacity:
-            raise ValueError(
-                f"min_replay_size must be in [0, replay_capacity={self.replay_capacity}], got "
-                f"{self.min_replay_size}; set --agent.min-replay-size lower."
-            )
-        if self.batch_size > self.replay_capacity:
-            raise ValueError(
-                f"batch_size {self.batch_size} exceeds replay_capacity {self.replay_capacity}."
-            )
+        check_replay_sizes(self)
         check_network_settings(self)
 
     def epsilon(self, actor_steps: int, actor_index: int, num_actors: int) -> float:

@@ -48,14 +48,7 @@ class R2D2Policy(Policy):
 
     def exploration_rates(self, slots: np.ndarray, mode: ActMode) -> np.ndarray:
         """The epsilon each env slot acts with in `mode`."""
-        config, layout = self.config, self.layout
-        if mode != "train":
-            return np.full(len(slots), config.eval_epsilon if mode == "sample" else 0.0)
-        if config.exploration == "per_actor":
-            index, count = slots // layout.envs_per_actor, layout.actors
-        else:
-            index, count = slots, layout.total_envs
-        return np.array([config.epsilon(int(i), count) for i in index])
+        return exploration_rates(self.config, self.layout, slots, mode)
 
     @torch.no_grad()
     def q_values(self, obs: Any, state: State, inputs: StepInputs) -> tuple[torch.Tensor, State]:
@@ -77,3 +70,15 @@ class R2D2Policy(Policy):
         explore = self.rng.random(width) < self.exploration_rates(inputs.slot, mode)
         actions = np.where(explore, self.rng.integers(0, self.net.num_actions, width), greedy)
         return PolicyStep(actions, state=new_state)
+
+
+def exploration_rates(config: Any, layout: Layout, slots: np.ndarray, mode: ActMode) -> np.ndarray:
+    """Ape-X's epsilon of each env slot in `train` mode (per env or per actor, as the config's
+    `exploration` says), `eval_epsilon` in `sample` mode, 0 in `greedy` (R2D2 and Agent57)."""
+    if mode != "train":
+        return np.full(len(slots), config.eval_epsilon if mode == "sample" else 0.0)
+    if config.exploration == "per_actor":
+        index, count = slots // layout.envs_per_actor, layout.actors
+    else:
+        index, count = slots, layout.total_envs
+    return np.array([config.epsilon(int(i), count) for i in index])

@@ -12,6 +12,7 @@ from typing import Literal
 
 from shoal.agents.checks import (
     check_network_settings,
+    check_replay_sizes,
     require_finite_nonnegative,
     require_positive,
     require_unit_interval,
@@ -108,15 +109,7 @@ class R2D2Config:
                 f"{self.sequence_length}: steps between sequences would never be replayed; set "
                 "--agent.sequence-period <= --agent.sequence-length."
             )
-        if not 0 <= self.min_replay_size <= self.replay_capacity:
-            raise ValueError(
-                f"min_replay_size must be in [0, replay_capacity={self.replay_capacity}], got "
-                f"{self.min_replay_size}; set --agent.min-replay-size lower."
-            )
-        if self.batch_size > self.replay_capacity:
-            raise ValueError(
-                f"batch_size {self.batch_size} exceeds replay_capacity {self.replay_capacity}."
-            )
+        check_replay_sizes(self)
         check_network_settings(self)
 
     def epsilon(self, actor_index: int, num_actors: int) -> float:
