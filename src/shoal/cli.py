@@ -8,15 +8,22 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from shoal import catalog
 from shoal.config import describe
-from shoal.errors import ShoalError
+from shoal.errors import ShoalError, ShoalWarning, user_error
 from shoal.runtime.config import RunConfig
 
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
+
+_TRUST_HELP = (
+    "import the modules the run's config.yaml names (a module:function env or torso, "
+    "--env.import-module): only for runs you made or trust, as importing runs their code"
+)
 
 
 # Names the issue tracker and the distributed-RL literature use for the same settings.
@@ -47,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument(
         "--resume", metavar="RUN_DIR", help="continue a run from its last checkpoint"
     )
+    train.add_argument("--trust-run", action="store_true", help=f"with --resume: {_TRUST_HELP}")
     for name, type_name, default, doc in describe(RunConfig):
         train.add_argument(
             _run_option(name),
@@ -63,6 +71,7 @@ def _parser() -> argparse.ArgumentParser:
         "--deterministic", action="store_true", help="take the most likely action (default: sample)"
     )
     evaluate.add_argument("--seed", type=int, default=None)
+    evaluate.add_argument("--trust-run", action="store_true", help=_TRUST_HELP)
 
     listing = sub.add_parser("list", help="algorithms, presets and their settings")
     listing.add_argument("algo", nargs="?", help="show every setting of this algorithm")
@@ -107,7 +116,7 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _train(args: argparse.Namespace, overrides: dict[str, dict[str, str]]) -> None:
+def _train(args: argparse.Namespace, overrides: dict[str, dict[str, str]]) -> int:
     from shoal import api  # torch is imported only when there is work to do
 
     run = {
@@ -122,6 +131,7 @@ def _train(args: argparse.Namespace, overrides: dict[str, dict[str, str]]) -> No
         env_config=overrides["env"] or None,
         run=run,
         resume=args.resume,
+        trust_run=args.trust_run,
     )
     mean = result.train_return_mean
     print(f"run directory: {result.run_dir}")
@@ -132,12 +142,21 @@ def _train(args: argparse.Namespace, overrides: dict[str, dict[str, str]]) -> No
     )
     if result.evaluation is not None:
         print(result.evaluation.line(deterministic=True))
+    if result.stop_reason == "interrupted":
+        print(
+            f"shoal: interrupted; continue with `shoal train --resume {result.run_dir}`",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    return 0
 
 
 def _eval(args: argparse.Namespace) -> None:
     from shoal import api
 
-    result = api.evaluate(args.run_dir, args.episodes, args.deterministic, args.seed)
+    result = api.evaluate(
+        args.run_dir, args.episodes, args.deterministic, args.seed, trust_run=args.trust_run
+    )
     print(result.line(args.deterministic))
 
 
@@ -172,12 +191,12 @@ def _envs(args: argparse.Namespace, env_overrides: dict[str, str]) -> None:
     print(describe_env(args.env_id, env_config) if args.env_id else describe_families())
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _main(argv: Sequence[str] | None) -> int:
     try:
         rest, overrides = _split_section_overrides(sys.argv[1:] if argv is None else argv)
         args = _parser().parse_args(rest)  # exits with code 2 and usage on a malformed line
         if args.command == "train":
-            _train(args, overrides)
+            return _train(args, overrides)
         elif args.command == "envs":
             _envs(args, overrides["env"])
         elif overrides["agent"] or overrides["env"]:
@@ -185,12 +204,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             {"eval": _eval, "list": _list}[args.command](args)
     except ShoalError as err:
-        print(f"shoal: error: {err}", file=sys.stderr)
+        print(f"shoal: error: {user_error(err)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("shoal: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    with warnings.catch_warnings():  # restores the filters and showwarning on the way out
+        warnings.simplefilter("default", ShoalWarning)  # shown once each, never raised
+        python_show = warnings.showwarning
+
+        def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+            if issubclass(category, ShoalWarning):  # shoal's own: one plain line
+                print(f"shoal: warning: {message}", file=sys.stderr)
+            else:
+                python_show(message, category, *args, **kwargs)
+
+        warnings.showwarning = show
+        return _main(argv)
 
 
 def _entry() -> Any:

@@ -9,6 +9,8 @@ Every config in shoal is a `@dataclass(frozen=True, kw_only=True)` whose fields 
 from __future__ import annotations
 
 import dataclasses
+import errno
+import math
 import os
 import tempfile
 import types
@@ -19,7 +21,7 @@ from typing import Any, Literal, TypeVar
 
 import yaml
 
-from shoal.errors import ConfigError, did_you_mean
+from shoal.errors import ConfigError, StorageError, did_you_mean
 
 T = TypeVar("T")
 
@@ -27,9 +29,11 @@ _TRUE = {"true", "yes", "1", "on"}
 _FALSE = {"false", "no", "0", "off"}
 
 
-def param(default: Any, doc: str) -> Any:
-    """A config field with its default and the one-line doc used as command-line help."""
-    return dataclasses.field(default=default, metadata={"doc": doc})
+def param(default: Any, doc: str, *, allow_inf: bool = False) -> Any:
+    """A config field with its default and the one-line doc used as command-line help.
+
+    Float settings must be finite unless `allow_inf` (a threshold whose inf turns it off)."""
+    return dataclasses.field(default=default, metadata={"doc": doc, "allow_inf": allow_inf})
 
 
 def field_doc(field: dataclasses.Field[Any]) -> str:
@@ -123,8 +127,15 @@ def build(cls: type[T], values: Mapping[str, Any], where: str = "config") -> T:
     """Instantiate config class `cls` from a mapping, checking every key and value."""
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     hints = field_types(cls)
+    if not isinstance(values, Mapping):
+        raise ConfigError(
+            f"{where} must be a mapping of setting names to values, e.g. a dict, got a "
+            f"{type(values).__name__}: {values!r:.80}."
+        )
     kwargs = {}
     for key, value in values.items():
+        if not isinstance(key, str):
+            raise ConfigError(f"{where} setting names must be strings, got {key!r}.")
         name = key.replace("-", "_")
         if name not in fields:
             raise ConfigError(
@@ -132,10 +143,25 @@ def build(cls: type[T], values: Mapping[str, Any], where: str = "config") -> T:
                 f"Valid keys of {where}: {', '.join(sorted(fields))}."
             )
         kwargs[name] = coerce(hints[name], value, f"{where}.{name}")
+        _check_finite(kwargs[name], fields[name], f"{where}.{name}")
     try:
         return cls(**kwargs)
     except (ValueError, TypeError) as err:
         raise ConfigError(f"Invalid {where}: {err}") from None
+
+
+def _check_finite(value: Any, field: dataclasses.Field[Any], key: str) -> None:
+    """NaN is never a setting, and inf only where the field says what it means."""
+    for item in value if isinstance(value, tuple) else (value,):
+        if not isinstance(item, float) or math.isfinite(item):
+            continue
+        if math.isnan(item):
+            raise ConfigError(f"{key}=nan is not a number a setting can take; set a finite value.")
+        if not field.metadata.get("allow_inf", False):
+            raise ConfigError(
+                f"{key}={item} must be a finite number; set a finite value (the field's doc: "
+                f"{field_doc(field)!r})."
+            )
 
 
 def replace(config: T, values: Mapping[str, Any], where: str = "config") -> T:
@@ -165,12 +191,21 @@ def describe(cls: type) -> list[tuple[str, str, Any, str]]:
 def load_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a YAML mapping, with a clear error for a missing file or bad syntax."""
     path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"Config file {str(path)!r} is a folder; pass a YAML file.")
     if not path.is_file():
         raise ConfigError(f"Config file {str(path)!r} does not exist.")
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError:
+        raise ConfigError(
+            f"Config file {str(path)!r} is not a text file (it is not UTF-8); pass a YAML file "
+            "with algo/env/seed/run/agent keys."
+        ) from None
     except yaml.YAMLError as err:
         raise ConfigError(f"Config file {str(path)!r} is not valid YAML: {err}") from None
+    except OSError as err:
+        raise ConfigError(f"Config file {str(path)!r} cannot be read: {err.strerror}.") from None
     if not isinstance(data, dict):
         raise ConfigError(f"Config file {str(path)!r} must hold a mapping of keys to values.")
     return data
@@ -180,16 +215,32 @@ def write_atomically(path: str | os.PathLike[str], data: bytes | str) -> None:
     """Write `data` to `path` so that a reader sees the old file or the new one, never half."""
     path = Path(path)
     mode = "wb" if isinstance(data, bytes) else "w"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as err:
+        raise storage_error(path, err) from None
     try:
         with os.fdopen(fd, mode) as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise storage_error(path, err) from None
         raise
+
+
+def storage_error(path: Path, err: OSError) -> StorageError:
+    """A file of the run that cannot be written, with what to do about it."""
+    if err.errno in (errno.ENOSPC, errno.EDQUOT):
+        hint = "The disk is full: free some space, or choose a --runs-dir on another disk."
+    elif err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        hint = "Choose a --runs-dir you can write to."
+    else:
+        hint = "Check the folder, or choose another --runs-dir."
+    return StorageError(f"Cannot write {path}: {err.strerror or err}. {hint}")
 
 
 def dump_yaml(data: Mapping[str, Any]) -> str:

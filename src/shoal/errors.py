@@ -22,6 +22,25 @@ class CheckpointError(ShoalError):
     """A run directory or checkpoint that cannot be loaded."""
 
 
+class StorageError(ShoalError):
+    """A file of the run that cannot be written: a full disk, no permission, a read-only folder."""
+
+
+class DivergenceError(ShoalError):
+    """Training diverged: an update gave non-finite losses, or left non-finite weights."""
+
+
+class ShoalWarning(UserWarning):
+    """Something the user should know that does not stop shoal (the CLI prints one line)."""
+
+
+def user_error(err: ShoalError) -> ShoalError:
+    """The ShoalError itself, not Ray's wrapper of one raised in a Ray actor (whose text would
+    carry the remote traceback)."""
+    cause = getattr(err, "cause", None)
+    return cause if isinstance(cause, ShoalError) else err
+
+
 def close_matches(word: str, candidates: Iterable[str], n: int = 3) -> list[str]:
     """Up to `n` candidates that look like `word` (case-insensitive), best first."""
     candidates = list(candidates)

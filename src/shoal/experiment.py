@@ -8,6 +8,7 @@ leaves nothing behind.
 from __future__ import annotations
 
 import re
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,7 +117,12 @@ def new_run_dir(resolved: Resolved) -> Path:
             env_id = env_id.rsplit(":", 1)[1]  # a factory: its function's name
         env = re.sub(r"[^A-Za-z0-9._-]+", "_", env_id)
         name = f"{resolved.algo}-{env}-{time.strftime('%Y%m%d-%H%M%S')}"
-    root.mkdir(parents=True, exist_ok=True)
+    if root.exists() and not root.is_dir():
+        raise ConfigError(f"--runs-dir {root} is a file, not a folder; pass a folder for runs.")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise _unwritable(root, err) from None
     run_dir = root / name
     suffix = 1
     while True:
@@ -131,12 +137,32 @@ def new_run_dir(resolved: Resolved) -> Path:
                 ) from None
             suffix += 1
             run_dir = root / f"{name}-{suffix}"
-    config.write_atomically(run_dir / CONFIG_FILE, config.dump_yaml(resolved.as_dict()))
+        except OSError as err:
+            raise _unwritable(root, err) from None
+    try:
+        config.write_atomically(run_dir / CONFIG_FILE, config.dump_yaml(resolved.as_dict()))
+    except BaseException:
+        shutil.rmtree(run_dir, ignore_errors=True)  # no run directory without its config
+        raise
     return run_dir
 
 
-def read_run_dir(run_dir: str | Path, run_overrides: dict[str, Any] | None = None) -> Resolved:
-    """The resolved config stored in a run directory, with `run_overrides` applied."""
+def _unwritable(root: Path, err: OSError) -> ConfigError:
+    return ConfigError(
+        f"Cannot create a run directory in --runs-dir {root}: {err.strerror or err}. "
+        "Pass a --runs-dir you can write to."
+    )
+
+
+def read_run_dir(
+    run_dir: str | Path, run_overrides: dict[str, Any] | None = None, *, trust: bool = False
+) -> Resolved:
+    """The resolved config stored in a run directory, with `run_overrides` applied.
+
+    Resolving imports the modules the config names (a `module:function` env or torso, an
+    `import_module`), so a run directory from elsewhere could run code: unless `trust`, those
+    outside shoal itself are refused with a ConfigError that says to pass --trust-run.
+    """
     path = Path(run_dir) / CONFIG_FILE
     if not path.is_file():
         raise ConfigError(
@@ -144,6 +170,13 @@ def read_run_dir(run_dir: str | Path, run_overrides: dict[str, Any] | None = Non
             "Pass a directory created by `shoal train`, e.g. runs/ppo-CartPole-v1-20260101-120000."
         )
     data = config.load_yaml(path)
+    named = [] if trust else code_to_import(data)
+    if named:
+        raise ConfigError(
+            f"{path} names code that loading the run would import: {'; '.join(named)}. shoal "
+            "imports a run directory's modules only if you trust it: pass --trust-run (Python: "
+            "trust_run=True) if you made this run or trust whoever did."
+        )
     return resolve(
         data.get("algo"),
         data.get("env"),
@@ -154,6 +187,27 @@ def read_run_dir(run_dir: str | Path, run_overrides: dict[str, Any] | None = Non
         # Runs saved before env settings were stored have none: they ran with the defaults.
         data.get("env_config", {}),
     )
+
+
+_IMPORT_PATH = re.compile(r"^([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):[A-Za-z_][\w.]*$")
+
+
+def code_to_import(data: dict[str, Any]) -> list[str]:
+    """What a stored config would import from outside shoal, e.g. "env 'pkg.envs:make'"."""
+    found = []
+    env = data.get("env")
+    if isinstance(env, str) and ":" in env and not env.startswith("minatar:"):
+        found.append((env.partition(":")[0], f"env {env!r}"))
+    env_config = data.get("env_config")
+    if isinstance(env_config, dict) and env_config.get("import_module"):
+        module = str(env_config["import_module"])
+        found.append((module, f"env_config.import_module {module!r}"))
+    agent = data.get("agent")
+    for key, value in agent.items() if isinstance(agent, dict) else ():
+        match = _IMPORT_PATH.match(value) if isinstance(value, str) else None
+        if match:
+            found.append((match.group(1), f"agent.{key} {value!r}"))
+    return [what for module, what in found if module.split(".")[0] != "shoal"]
 
 
 def program(resolved: Resolved, run_dir: Path, spec: EnvSpec) -> Program:

@@ -69,7 +69,12 @@ class InProcessVectorEnv:
     def reset(self) -> np.ndarray:
         """Reset all envs (env i seeded with seed + i) and return observations [E, ...]."""
         for i, env in enumerate(self.envs):
-            obs, _ = env.reset(seed=self.seed + i)
+            try:
+                obs, _ = env.reset(seed=self.seed + i)
+            except EnvError:
+                raise
+            except Exception as err:
+                raise env_failure(self.spec, i, self._steps, "reset", err) from err
             self._store(i, obs)
         self._returns[:] = 0
         self._lengths[:] = 0
@@ -87,8 +92,21 @@ class InProcessVectorEnv:
         lengths: list[int] = []
         for i, env in enumerate(self.envs):
             action = int(actions[i]) if self._discrete else actions[i]
-            obs, reward, term, trunc, _ = env.step(action)
-            rewards[i] = reward
+            # try costs nothing until it catches: the message names env, index and step.
+            try:
+                obs, reward, term, trunc, _ = env.step(action)
+            except EnvError:
+                raise
+            except Exception as err:
+                raise env_failure(self.spec, i, self._steps, "step", err) from err
+            try:
+                rewards[i] = reward
+            except (TypeError, ValueError):
+                raise EnvError(
+                    f"{self.spec.env_id} (env {i}) returned a reward of type "
+                    f"{type(reward).__name__} ({reward!r:.60}) at step {self._steps}; a reward "
+                    "must be a number."
+                ) from None
             terminated[i] = term
             truncated[i] = trunc
             if term or trunc:
@@ -97,7 +115,12 @@ class InProcessVectorEnv:
                 lengths.append(int(self._lengths[i] + 1))
                 self._returns[i] = 0
                 self._lengths[i] = 0
-                obs, _ = env.reset()
+                try:
+                    obs, _ = env.reset()
+                except EnvError:
+                    raise
+                except Exception as err:
+                    raise env_failure(self.spec, i, self._steps, "reset", err) from err
             else:
                 self._returns[i] += reward
                 self._lengths[i] += 1
@@ -115,6 +138,14 @@ class InProcessVectorEnv:
         assign(self._obs, i, checked_obs(self.spec, obs, i, self._steps))
 
 
+def env_failure(spec: EnvSpec, index: int, step: int, call: str, err: Exception) -> EnvError:
+    """An exception from inside env `index`'s `call` ("step" or "reset") as an EnvError."""
+    return EnvError(
+        f"{spec.env_id} (env {index}) raised {type(err).__name__} in {call}() at step {step}: "
+        f"{err}. The error is in the environment's code: fix it there."
+    )
+
+
 def checked_obs(spec: EnvSpec, obs: object, index: int, step: int) -> np.ndarray:
     """`obs` as an array of the spec's shape and dtype, or an EnvError naming env and step."""
     boxes = spec.obs_boxes
@@ -130,9 +161,16 @@ def checked_obs(spec: EnvSpec, obs: object, index: int, step: int) -> np.ndarray
 
 
 def _checked_box(spec, key, box, value, index: int, step: int) -> np.ndarray:
-    array = np.asarray(value, dtype=box.dtype)
+    what = "an observation" if key is None else f"observation[{key!r}]"
+    try:
+        array = np.asarray(value, dtype=box.dtype)
+    except (TypeError, ValueError):
+        raise EnvError(
+            f"{spec.env_id} (env {index}) returned {what} that is not numeric at step {step} "
+            f"({type(value).__name__}: {value!r:.60}); its observation space holds {box.dtype} "
+            f"arrays of shape {box.shape}."
+        ) from None
     if array.shape != box.shape:
-        what = "an observation" if key is None else f"observation[{key!r}]"
         raise EnvError(
             f"{spec.env_id} (env {index}) returned {what} of shape {array.shape} at step {step}; "
             f"its observation space says {box.shape}."

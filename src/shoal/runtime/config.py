@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -107,3 +108,36 @@ class RunConfig:
             raise ValueError(f"eval_episodes must be >= 0, got {self.eval_episodes}.")
         if self.max_time is not None and self.max_time <= 0:
             raise ValueError(f"max_time must be > 0 seconds, got {self.max_time}.")
+        if self.run_name is not None:
+            check_run_name(self.run_name)
+        for name in ("actor_resources", "learner_resources", "replay_resources"):
+            parse_resources(getattr(self, name), "--" + name.replace("_", "-"))
+
+
+def check_run_name(name: str) -> None:
+    """A run name is one folder inside --runs-dir: no path separators, not '.' or '..'."""
+    if name.strip() in ("", ".", "..") or any(c in name for c in "/\\\0"):
+        raise ValueError(
+            f"run_name must be one folder name inside --runs-dir (no '/' or '\\', not '.' or "
+            f"'..'), got {name!r}; to put runs in another folder, set --runs-dir."
+        )
+
+
+def parse_resources(text: str | None, flag: str) -> dict[str, float]:
+    """'a=1,b=0.5' -> {'a': 1.0, 'b': 0.5}, or a ValueError that shows the format."""
+    if not text:
+        return {}
+    out = {}
+    for item in text.split(","):
+        name, _, amount = item.partition("=")
+        try:
+            value = float(amount)
+        except ValueError:
+            value = math.nan
+        if not name.strip() or not 0 <= value < math.inf:
+            raise ValueError(
+                f"{flag} must look like 'name=1,other=0.5' (resource names with amounts >= 0), "
+                f"got {text!r}."
+            )
+        out[name.strip()] = value
+    return out

@@ -16,8 +16,10 @@ from typing import Any
 import torch
 
 from shoal.checkpoint import save_checkpoint
+from shoal.errors import DivergenceError
 from shoal.runtime.actor import ActorStats
 from shoal.runtime.counter import Counter
+from shoal.runtime.learning import ADVICE, non_finite
 from shoal.runtime.program import Program
 from shoal.telemetry import Console, MetricsWriter
 
@@ -45,9 +47,8 @@ class Driver:
             counter.recent_returns.extend(resume["recent_returns"])
             counter.recent_lengths.extend(resume["recent_lengths"])
             self.counts.update(resume.get("counts", {}))
-        self.writer = MetricsWriter(
-            program.run_dir, run.tensorboard, self.counter.env_steps if resume else None
-        )
+        # From the step resumed (0 for a run restarted without a checkpoint), not appended to.
+        self.writer = MetricsWriter(program.run_dir, run.tensorboard, self.counter.env_steps)
         self.console = Console(
             run.total_steps, self.counter.env_steps, run.progress, program.run_dir.name
         )
@@ -106,7 +107,17 @@ class Driver:
         return self._stop_requested or self.counter.stop_reason() is not None
 
     def checkpoint(self, learner_state: dict[str, Any]) -> None:
+        """Write a checkpoint of the learner and the run's counters; never one whose weights
+        hold NaN or inf (that raises a DivergenceError and keeps the checkpoints before it)."""
         counter = self.counter
+        bad = non_finite(learner_state)
+        if bad:
+            names = ", ".join(bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
+            raise DivergenceError(
+                f"Training diverged by update {counter.updates} ({counter.env_steps} steps): the "
+                f"learner's {names} hold NaN or inf, so no checkpoint was written of them. "
+                + ADVICE
+            )
         payload = {
             "algo": self.program.agent.name,
             "env": self.program.env_id,

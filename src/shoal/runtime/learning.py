@@ -7,6 +7,11 @@ the newest weights go on the `WeightsBoard` if an actor asked for them, and the 
 came of its batch (new priorities; the version that releases waiting on-policy actors). Policy
 lag is measured here, once: the learner's version minus the batch's behaviour version.
 
+Divergence is caught here too, for every agent: an update whose metrics (its losses, gradient
+norms) hold NaN or inf raises a `DivergenceError` naming the update before its weights are
+published, its priorities reach the table or a checkpoint is taken; `non_finite` finds NaN or
+inf in a learner's state, which the driver checks before writing a checkpoint.
+
 The learner's `progress` (learning-rate and clip annealing) is that of the batch it learns from:
 the env steps acted into the tables by the time the batch was taken, not the driver's count
 at some moment, so an on-policy run anneals the same whatever the timing of its processes.
@@ -14,17 +19,50 @@ at some moment, so an on-policy run anneals the same whatever the timing of its 
 
 from __future__ import annotations
 
+import math
+import numbers
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
 
 from shoal.agents.base import Learner
 from shoal.data import Table
+from shoal.errors import DivergenceError
 from shoal.runtime.program import Program
 
-__all__ = ["LearnerLoop", "WeightsBoard", "build_learner"]
+__all__ = ["LearnerLoop", "WeightsBoard", "build_learner", "check_update", "non_finite"]
+
+ADVICE = (
+    "Lower --agent.learning-rate (or clip gradients with --agent.max-grad-norm, where the "
+    "agent has it) and start a new run."
+)
+
+
+def check_update(metrics: Mapping[str, Any], update: int) -> None:
+    """Raise a DivergenceError if any figure of learner update number `update` is NaN or inf."""
+    bad = [
+        f"{key}={float(value)}"
+        for key, value in metrics.items()
+        if isinstance(value, numbers.Real) and not math.isfinite(float(value))
+    ]
+    if bad:
+        raise DivergenceError(
+            f"Training diverged at update {update}: it gave {', '.join(bad)}. The run stopped "
+            f"there, and no checkpoint holds that update's weights. {ADVICE}"
+        )
+
+
+def non_finite(state: Any, prefix: str = "") -> list[str]:
+    """Names of the floating-point tensors in a (nested) state dict that hold NaN or inf."""
+    if isinstance(state, Mapping):
+        return [bad for k, v in state.items() for bad in non_finite(v, f"{prefix}{k}.")]
+    if isinstance(state, list | tuple):
+        return [bad for i, v in enumerate(state) for bad in non_finite(v, f"{prefix}{i}.")]
+    if isinstance(state, torch.Tensor) and state.is_floating_point():
+        return [] if bool(torch.isfinite(state).all()) else [prefix.rstrip(".")]
+    return []
 
 
 def build_learner(program: Program, device: torch.device) -> Learner:
@@ -100,6 +138,7 @@ class LearnerLoop:
         with self.lock:
             lag = learner.version - batch.behaviour_version
             update = learner.update(batch.data, self.progress(batch.steps))
+            check_update(update.metrics, learner.version)  # before a checkpoint can see it
         if self.board is not None:
             self.board.offer(learner)  # before the table releases actors that wait for it
         self.table.after_update(batch, update.priorities, learner.version)

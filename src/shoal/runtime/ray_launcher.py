@@ -20,7 +20,8 @@ import numpy as np
 import torch
 
 from shoal.config import write_atomically
-from shoal.errors import ConfigError, ShoalError
+from shoal.errors import ShoalError
+from shoal.runtime.config import parse_resources
 from shoal.runtime.counter import Counter
 from shoal.runtime.driver import Driver
 from shoal.runtime.program import Program
@@ -33,20 +34,6 @@ from shoal.runtime.tables import TableProcess
 
 PLACEMENT_TIMEOUT_S = 120.0
 WAIT_S = 1.0  # the driver looks at the stop conditions at least this often
-
-
-def parse_resources(text: str | None, flag: str) -> dict[str, float]:
-    """'a=1,b=0.5' -> {'a': 1.0, 'b': 0.5}, or a ConfigError saying the format."""
-    if not text:
-        return {}
-    out = {}
-    for item in text.split(","):
-        name, _, amount = item.partition("=")
-        try:
-            out[name.strip()] = float(amount)
-        except ValueError:
-            raise ConfigError(f"{flag} must look like 'name=1,other=0.5', got {text!r}.") from None
-    return out
 
 
 def run_ray(program: Program, resume: dict[str, Any] | None = None) -> Counter:

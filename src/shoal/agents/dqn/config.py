@@ -52,7 +52,9 @@ class DQNConfig:
     double_q: bool = param(True, "Choose the bootstrap action with the online network.")
     dueling: bool = param(True, "Dueling value and advantage streams.")
     dueling_hidden: int = param(256, "Hidden units of each dueling stream.")
-    huber_delta: float = param(1.0, "Huber loss threshold on the TD error (inf: squared loss).")
+    huber_delta: float = param(
+        1.0, "Huber loss threshold on the TD error (inf: squared loss).", allow_inf=True
+    )
     max_grad_norm: float = param(10.0, "Clip the global gradient norm to this (0 disables).")
     prioritized: bool = param(True, "Prioritised replay; False samples uniformly.")
     priority_alpha: float = param(0.6, "Priority exponent alpha (0: uniform).")

@@ -31,9 +31,13 @@ class IMPALAConfig:
     )
     gamma: float = param(0.99, "Discount factor.")
     trace_lambda: float = param(1.0, "V-trace lambda, multiplying the trace coefficients c_s.")
-    rho_bar: float = param(1.0, "V-trace rho-bar: clips importance weights in the value targets.")
-    c_bar: float = param(1.0, "V-trace c-bar: clips the trace coefficients.")
-    pg_rho_bar: float = param(1.0, "Clips importance weights in the policy-gradient advantage.")
+    rho_bar: float = param(
+        1.0, "V-trace rho-bar: clips importance weights in the value targets.", allow_inf=True
+    )
+    c_bar: float = param(1.0, "V-trace c-bar: clips the trace coefficients.", allow_inf=True)
+    pg_rho_bar: float = param(
+        1.0, "Clips importance weights in the policy-gradient advantage.", allow_inf=True
+    )
     value_coef: float = param(0.5, "Weight of the baseline loss 0.5 (v_s - V(x_s))^2.")
     entropy_coef: float = param(0.01, "Weight of the entropy bonus.")
     normalize_advantages: bool = param(

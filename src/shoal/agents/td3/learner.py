@@ -37,7 +37,9 @@ class TD3Learner:
         self.version = 0
         self.gradient_steps = 0
         self.actor_steps = 0
-        self._actor_loss = float("nan")  # the last actor step's, for the metrics between them
+        # The last actor step's, for the metrics between them (none before the first: a NaN
+        # placeholder would read as divergence).
+        self._actor_loss: float | None = None
 
     def update(self, batch: Mapping[str, np.ndarray], progress: float) -> Update:
         """A critic step on a sampled batch; an actor and target step every `policy_delay`."""
@@ -57,7 +59,8 @@ class TD3Learner:
             polyak_update(self.target_actor, self.net.actor, tau)
         self.version += 1
         out = {key: float(value) for key, value in metrics.items()}
-        out["actor_loss"] = self._actor_loss
+        if self._actor_loss is not None:
+            out["actor_loss"] = self._actor_loss
         out["gradient_steps"] = float(self.gradient_steps)
         out["actor_steps"] = float(self.actor_steps)
         return Update(out)
