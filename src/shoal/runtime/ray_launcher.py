@@ -90,8 +90,8 @@ def run_ray(program: Program, resume: dict[str, Any] | None = None) -> Counter:
             actors = _start_actors(ray, program, driver, prefix, len(shards), central)
             handles += actors
             _wait_placed(ray, [*actors, learner, *shards])
-            _record_placement(ray, program, learner, actors, shards)
-            _Loop(ray, driver, learner, actors, central).run()
+            placement = _record_placement(ray, program, learner, actors, shards)
+            _Loop(ray, driver, learner, actors, central, placement).run()
             driver.checkpoint(ray.get(learner.state_dict.remote()))
     finally:
         for handle in handles:
@@ -144,14 +144,19 @@ def _start_actors(
     return actors
 
 
-def _record_placement(ray: Any, program: Program, learner: Any, actors: list, shards: list) -> None:
-    """Write where each role runs (process id, Ray node) to the run directory."""
+def _record_placement(ray: Any, program: Program, learner: Any, actors: list, shards: list) -> dict:
+    """Write where each role runs (process id, Ray node) to the run directory; return it."""
     roles = {"learner": learner, **{f"actor{i}": a for i, a in enumerate(actors)}}
     roles |= {f"replay{i}": shard for i, shard in enumerate(shards)}
     where = ray.get([handle.where.remote() for handle in roles.values()])
     placement = {
         role: {"pid": pid, "node_id": node} for role, (pid, node) in zip(roles, where, strict=True)
     }
+    _write_placement(program, placement)
+    return placement
+
+
+def _write_placement(program: Program, placement: dict) -> None:
     write_atomically(program.run_dir / "ray_actors.json", json.dumps(placement, indent=2))
 
 
@@ -173,9 +178,22 @@ def _wait_placed(ray: Any, handles: list) -> None:
 class _Loop:
     """The driver's side: keep actors and the learner busy, count what they report."""
 
-    def __init__(self, ray: Any, driver: Driver, learner: Any, actors: list, central: bool):
+    def __init__(
+        self,
+        ray: Any,
+        driver: Driver,
+        learner: Any,
+        actors: list,
+        central: bool,
+        placement: dict | None = None,
+    ):
         self.ray, self.driver, self.learner, self.actors = ray, driver, learner, actors
         self.central = central
+        self.placement = placement  # ray_actors.json's roles, kept current after restarts
+        # Actors whose process died and is not back yet: every call in flight to a dead process
+        # fails, and a death is counted once. A ping (`where`) tells when the new one is up.
+        self.down: set[int] = set()
+        self.pings: dict[Any, int] = {}
         self.died = (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError)
         self.calls: dict[Any, int] = {}  # in-flight actor call -> actor index
 
@@ -192,13 +210,32 @@ class _Loop:
                 self.request(actor)
         learning = self.learner.learn.remote(driver.counter.time_progress())
         while not driver.should_stop():
-            ready, _ = ray.wait([learning, *self.calls], num_returns=1, timeout=WAIT_S)
+            waiting = [learning, *self.calls, *self.pings]
+            ready, _ = ray.wait(waiting, num_returns=1, timeout=WAIT_S)
             for ref in ready:
                 if ref == learning:
                     self.learned(ray.get(ref))
                     learning = self.learner.learn.remote(driver.counter.time_progress())
+                elif ref in self.pings:
+                    self.answered(ref)
                 else:
                     self.acted(ref)
+
+    def ping(self, actor: int) -> None:
+        self.pings[self.actors[actor].where.remote()] = actor
+
+    def answered(self, ref: Any) -> None:
+        """A restarted actor's ping: it is back; record where its new process runs."""
+        actor = self.pings.pop(ref)
+        try:
+            pid, node = self.ray.get(ref)
+        except self.died:
+            self.ping(actor)  # still restarting
+            return
+        self.down.discard(actor)
+        if self.placement is not None:
+            self.placement[f"actor{actor}"] = {"pid": pid, "node_id": node}
+            _write_placement(self.driver.program, self.placement)
 
     def learned(self, result: tuple) -> None:
         updates, metrics, lag, stats = result
@@ -219,7 +256,10 @@ class _Loop:
             if not self.central:  # an env actor's loop returns no counts: the server has them
                 self.driver.add_experience(result)
         except self.died:
-            self.driver.count("actor_restarts")  # Ray restarts the process
+            if actor not in self.down:
+                self.down.add(actor)
+                self.driver.count("actor_restarts")  # Ray restarts the process
+                self.ping(actor)
         # Sent again at once: queued until a restarted actor is back, while the others go on.
         # (A central env actor's loop ends only when it dies; the new one reconnects.)
         self.request(actor)
