@@ -185,13 +185,14 @@ class _Loop:
         learner: Any,
         actors: list,
         central: bool,
-        placement: dict | None = None,
+        placement: dict,
     ):
         self.ray, self.driver, self.learner, self.actors = ray, driver, learner, actors
         self.central = central
         self.placement = placement  # ray_actors.json's roles, kept current after restarts
-        # Actors whose process died and is not back yet: every call in flight to a dead process
-        # fails, and a death is counted once. A ping (`where`) tells when the new one is up.
+        # Actors with a failed call whose process has not answered a ping (`where`) since. Every
+        # call in flight to a dead process fails, some after the new process is up: a restart is
+        # counted when a ping answers from a process id not seen before for that actor.
         self.down: set[int] = set()
         self.pings: dict[Any, int] = {}
         self.died = (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError)
@@ -233,8 +234,10 @@ class _Loop:
             self.ping(actor)  # still restarting
             return
         self.down.discard(actor)
-        if self.placement is not None:
-            self.placement[f"actor{actor}"] = {"pid": pid, "node_id": node}
+        role = f"actor{actor}"
+        if self.placement[role]["pid"] != pid:
+            self.driver.count("actor_restarts")
+            self.placement[role] = {"pid": pid, "node_id": node}
             _write_placement(self.driver.program, self.placement)
 
     def learned(self, result: tuple) -> None:
@@ -256,9 +259,8 @@ class _Loop:
             if not self.central:  # an env actor's loop returns no counts: the server has them
                 self.driver.add_experience(result)
         except self.died:
-            if actor not in self.down:
+            if actor not in self.down:  # Ray restarts the process; the ping says when
                 self.down.add(actor)
-                self.driver.count("actor_restarts")  # Ray restarts the process
                 self.ping(actor)
         # Sent again at once: queued until a restarted actor is back, while the others go on.
         # (A central env actor's loop ends only when it dies; the new one reconnects.)
