@@ -17,6 +17,7 @@ from shoal.agents.agent57.actor import Agent57Policy
 from shoal.agents.agent57.data import replay_fields
 from shoal.agents.agent57.learner import Agent57Learner
 from shoal.agents.agent57.networks import make_networks
+from shoal.agents.base import StepInputs
 from shoal.checkpoint import list_checkpoints, load_checkpoint
 from shoal.data import Layout
 from shoal.envs.config import EnvConfig
@@ -105,6 +106,24 @@ def test_bandits_learn_whole_episode_returns_and_the_evaluator_row_has_its_own(c
     assert actor["arms"][: config.num_mixtures] == list(range(config.num_mixtures))  # warm-up
     rates = policy.exploration_rates(np.arange(3), "train")
     assert rates[2] == config.eval_epsilon and rates[0] == pytest.approx(config.apex_epsilon)
+
+
+def test_greedy_evaluation_plays_the_evaluators_best_arm_and_sampling_lets_it_choose(cartpole):
+    layout = Layout(actors=1, envs_per_actor=2)
+    _, _, policy = _policy(cartpole, layout, num_mixtures=4)
+    evaluator = policy._bandit("evaluator")
+    for arm, reward in [(0, 10.0), (1, 30.0), (2, 20.0), (3, 5.0)]:
+        evaluator.update(arm, reward)
+    slots = np.zeros(1, np.int64)
+
+    def first_arm(mode):
+        zero = np.zeros(1, np.int64)
+        inputs = StepInputs(np.ones(1, bool), zero, np.zeros(1, np.float32), slots, zero)
+        obs = np.zeros((1, 4), np.float32)  # a CartPole observation
+        return int(policy.step(obs, policy.initial_state(slots), inputs, mode).extras["mixture"][0])
+
+    assert [first_arm("greedy") for _ in range(3)] == [1, 1, 1]
+    assert [first_arm("sample") for _ in range(4)] == [0, 1, 2, 3]  # the bandit's warm-up
 
 
 def test_intrinsic_rewards_start_at_zero_and_rate_novel_observations(cartpole):

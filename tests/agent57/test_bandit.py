@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from shoal.agents.agent57.bandit import SlidingWindowUCB
+from shoal.agents.agent57.bandit import SlidingWindowUCB, best_arm
 from shoal.errors import CheckpointError
 
 
@@ -226,3 +226,18 @@ def test_bad_updates_raise():
     with pytest.raises(ValueError, match="finite"):
         bandit.update(0, math.nan)
     np.testing.assert_array_equal(bandit.counts(), [0, 0, 0])
+
+
+def test_the_best_arm_is_the_best_windowed_mean_without_bonus():
+    bandit = SlidingWindowUCB(num_arms=4, window=6, epsilon=0.0, bonus=1.0, seed=0)
+    assert bandit.best_arm() == 0  # nothing played: the exploiting mixture
+    for arm, reward in [(1, 0.9), (1, 0.8), (2, 0.0), (3, 1.0), (2, 0.0), (1, 0.9)]:
+        bandit.update(arm, reward)
+    warm_up(bandit)
+    assert bandit.best_arm() == 3  # mean 1.0 from one episode beats 0.87 from three
+    assert bandit.select() == 0  # while UCB still tries the arm it has never played
+    bandit.update(3, 0.0)  # arm 1's first 0.9 leaves the window; arm 3 now averages 0.5
+    assert bandit.best_arm() == 1
+    # Ties go to the most played arm, then to the lowest index.
+    assert best_arm(np.array([2, 3, 0]), np.array([0.5, 0.5, np.nan])) == 1
+    assert best_arm(np.array([2, 2, 1]), np.array([0.5, 0.5, 0.1])) == 0

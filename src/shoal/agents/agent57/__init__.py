@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from shoal.agents.agent57.actor import EVALUATOR, Agent57Policy
+from shoal.agents.agent57.bandit import best_arm
 from shoal.agents.agent57.config import Agent57Config
 from shoal.agents.agent57.data import make_data_path
 from shoal.agents.agent57.learner import Agent57Learner
@@ -58,7 +59,7 @@ def bandit_metrics(policy_state: Mapping[str, Any]) -> dict[str, float]:
         sums = np.bincount(arms_e, np.asarray(evaluator["rewards"]), evaluator["num_arms"])
         counts = np.bincount(arms_e, minlength=evaluator["num_arms"])
         means = np.where(counts > 0, sums / np.maximum(counts, 1), -np.inf)
-        best = int(np.argmax(means))
+        best = best_arm(counts, means)
         row["evaluator/best_arm"] = float(best)
         row["evaluator/best_arm_return"] = float(means[best])
         row["evaluator/episodes"] = float(len(arms_e))

@@ -7,8 +7,9 @@ one). At every step the policy
 
 1. picks j for rows starting an episode from a sliding-window UCB bandit: one per actor
    (window 160, epsilon 0.5), or the evaluator's (window 3600, epsilon 0.01) for the evaluator
-   row and in evaluation modes; the bandit learns from each episode's undiscounted extrinsic
-   return, which `observe` adds up;
+   row and in evaluation modes (`greedy` evaluation plays its best arm by windowed mean
+   return, `sample` lets it choose as in training); the bandit learns from each episode's
+   undiscounted extrinsic return, which `observe` adds up;
 2. computes NGU's intrinsic reward of the observation x_t: the episodic reward of its embedding
    f(x_t) against the row's episodic memory (emptied at each episode start), times the lifelong
    multiplier of its RND error normalised by the actor's running mean and deviation;
@@ -138,7 +139,10 @@ class Agent57Policy(Policy):
         arm = state["arm"].clone()
         for i in np.flatnonzero(arm.cpu().numpy() < 0):  # episode starts pick their mixture
             slot, name = int(slots[i]), self._bandit_of(int(slots[i]), mode)
-            arm[i] = self._bandit(name).select()
+            bandit = self._bandit(name)
+            # Greedy evaluation is greedy in the mixture too: UCB's bonus would spend episodes
+            # on arms the evaluator has barely played (`sample` evaluates as the paper does).
+            arm[i] = bandit.best_arm() if mode == "greedy" else bandit.select()
             self.episode[slot] = (name, int(arm[i]), 0.0)
         x = map_tree(lambda o: torch.from_numpy(o).to(device), obs)
         episodic, multiplier = self._novelty(x, slots, inputs.first)

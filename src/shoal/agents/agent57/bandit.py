@@ -145,6 +145,11 @@ class SlidingWindowUCB:
         np.divide(sums, counts, out=means, where=counts > 0)
         return means
 
+    def best_arm(self) -> int:
+        """The arm with the best mean return in the window, no bonus and no exploration: the
+        mixture a greedy evaluation plays (`best_arm` below)."""
+        return best_arm(self.counts(), self.means())
+
     def ucb_scores(self) -> np.ndarray:
         """`mean + bonus * sqrt(1 / count)` of each arm, float64 `[N]`; +inf where count is 0."""
         counts = self.counts()
@@ -193,6 +198,16 @@ class SlidingWindowUCB:
         self._rng = rng
         self._history = deque(zip((int(a) for a in arms), rewards, strict=True), self._window)
         self._num_selections = int(state["num_selections"])
+
+
+def best_arm(counts: np.ndarray, means: np.ndarray) -> int:
+    """The played arm of highest mean; ties go to the most played, then the lowest index.
+
+    With nothing played yet, arm 0 (β = 0: the purely exploiting mixture)."""
+    played = np.flatnonzero(np.asarray(counts) > 0)
+    if played.size == 0:
+        return 0
+    return int(max(played, key=lambda arm: (means[arm], counts[arm], -arm)))
 
 
 def _check_int(name: str, value: object, *, minimum: int, hint: str) -> None:

@@ -1,0 +1,146 @@
+"""Grid mazes with one far reward: `--env shoal.envs.maze:snake_maze`.
+
+A hard-exploration problem where the novelty of a state within an episode matters (Never Give
+Up's episodic reward), beside DeepSea (`shoal.envs.deep_sea`) where every state of an episode
+is new. `snake_maze` is four corridors of nine cells joined at alternate ends: the goal is 38
+steps from the start, an episode ends after 100 steps, and a uniformly random policy reaches
+the goal with probability 8.3e-8 per episode (`random_success_probability` computes it).
+
+Factories (the registry calls them with no arguments):
+- `shoal.envs.maze:snake_maze`, the maze above;
+- other layouts: a one-line factory of your own calling `GridMaze(layout, max_steps)`, or
+  `snake_layout(width, corridors)` for other snakes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+
+__all__ = ["GridMaze", "random_success_probability", "snake_layout", "snake_maze"]
+
+# Up, down, left, right: (row, column) steps for action indices 0-3.
+MOVES = ((-1, 0), (1, 0), (0, -1), (0, 1))
+
+
+class GridMaze(gym.Env):
+    """A maze drawn in text: `#` wall, `.` floor, `S` the start, `G` the goal.
+
+    Four actions move up, down, left or right; a move into a wall stays put. Reaching the goal
+    earns 1 and ends the episode (`terminated`); after `max_steps` steps without it the
+    episode is `truncated` with nothing earned. Observations are float32 one-hots of the
+    agent's cell, flattened to [rows * columns]; `info` holds its `row` and `column`.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
+
+    def __init__(self, layout: list[str] | tuple[str, ...], max_steps: int) -> None:
+        rows = [str(line) for line in layout]
+        if not rows or any(len(line) != len(rows[0]) for line in rows):
+            raise ValueError("GridMaze layout must be a non-empty list of equally long strings.")
+        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+            raise ValueError(f"GridMaze max_steps must be an int >= 1, got {max_steps!r}.")
+        text = "".join(rows)
+        if set(text) - set("#.SG") or text.count("S") != 1 or text.count("G") != 1:
+            raise ValueError(
+                "GridMaze layout may hold only '#', '.', one 'S' and one 'G'; got "
+                f"{sorted(set(text))} with {text.count('S')} S and {text.count('G')} G."
+            )
+        self.layout = tuple(rows)
+        self.max_steps = int(max_steps)
+        self.shape = (len(rows), len(rows[0]))
+        self.start = divmod(text.index("S"), self.shape[1])
+        self.goal = divmod(text.index("G"), self.shape[1])
+        self.observation_space = gym.spaces.Box(0.0, 1.0, (len(text),), np.float32)
+        self.action_space = gym.spaces.Discrete(4)
+        self._cell = self.start
+        self._steps = 0
+
+    def _open(self, row: int, column: int) -> bool:
+        inside = 0 <= row < self.shape[0] and 0 <= column < self.shape[1]
+        return inside and self.layout[row][column] != "#"
+
+    def _obs(self) -> np.ndarray:
+        obs = np.zeros(self.shape[0] * self.shape[1], np.float32)
+        obs[self._cell[0] * self.shape[1] + self._cell[1]] = 1.0
+        return obs
+
+    def _info(self) -> dict[str, int]:
+        return {"row": self._cell[0], "column": self._cell[1]}
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        self._cell, self._steps = self.start, 0
+        return self._obs(), self._info()
+
+    def step(self, action: int):
+        a = int(action)
+        if not 0 <= a < 4:
+            raise ValueError(
+                f"GridMaze actions are 0 (up), 1 (down), 2 (left), 3 (right); got {a}."
+            )
+        if self._cell == self.goal or self._steps >= self.max_steps:
+            raise RuntimeError("GridMaze.step was called after the episode ended; call reset().")
+        row, column = self._cell[0] + MOVES[a][0], self._cell[1] + MOVES[a][1]
+        if self._open(row, column):
+            self._cell = (row, column)
+        self._steps += 1
+        reached = self._cell == self.goal
+        truncated = not reached and self._steps >= self.max_steps
+        return self._obs(), float(reached), reached, truncated, self._info()
+
+    def render(self) -> str:
+        lines = [list(line) for line in self.layout]
+        lines[self._cell[0]][self._cell[1]] = "A"
+        return "\n".join("".join(line) for line in lines)
+
+
+def snake_layout(width: int, corridors: int) -> list[str]:
+    """Corridors of `width` cells joined at alternate ends; S at the top left, G at the far end."""
+    if width < 2 or corridors < 1:
+        raise ValueError(
+            f"snake_layout needs width >= 2 and corridors >= 1, got {width}, {corridors}"
+        )
+    rows = [list("#" * (width + 2))]
+    for corridor in range(corridors):
+        rows.append(list("#" + "." * width + "#"))
+        if corridor < corridors - 1:  # the wall to the next corridor, open at this one's far end
+            rows.append(list("#" * (width + 2)))
+            rows[-1][width if corridor % 2 == 0 else 1] = "."
+    rows.append(list("#" * (width + 2)))
+    rows[1][1] = "S"
+    rows[-2][width if corridors % 2 == 1 else 1] = "G"
+    return ["".join(row) for row in rows]
+
+
+def snake_maze() -> gym.Env:
+    """Four corridors of nine cells, 100 steps: a random policy succeeds with p = 8.3e-8."""
+    return GridMaze(snake_layout(9, 4), max_steps=100)
+
+
+def random_success_probability(maze: GridMaze) -> float:
+    """The exact probability that uniformly random actions reach the goal within `max_steps`.
+
+    The distribution over cells after each step, with the goal absorbing, in float64.
+    """
+    rows, columns = maze.shape
+    cells = rows * columns
+    move = np.zeros((cells, cells))
+    for row in range(rows):
+        for column in range(columns):
+            here = row * columns + column
+            for d_row, d_column in MOVES:
+                to_row, to_column = row + d_row, column + d_column
+                if not maze._open(to_row, to_column):
+                    to_row, to_column = row, column
+                move[here, to_row * columns + to_column] += 0.25
+    goal = maze.goal[0] * columns + maze.goal[1]
+    move[goal] = 0.0
+    move[goal, goal] = 1.0
+    where = np.zeros(cells)
+    where[maze.start[0] * columns + maze.start[1]] = 1.0
+    for _ in range(maze.max_steps):
+        where = where @ move
+    return float(where[goal])
