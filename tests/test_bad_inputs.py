@@ -8,6 +8,7 @@ import errno
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -199,9 +200,9 @@ def test_malformed_actor_resources_are_refused_before_anything_is_written(
         (lambda q: shoal.train("ppo", "CartPole-v1", config=1, run=q), "config must be the path"),
         (lambda q: shoal.train("ppo", "CartPole-v1", agent={1: 2}, run=q), "names must be strings"),
         (lambda q: shoal.train(resume=123), "resume must be the path of a run directory"),
-        (lambda q: shoal.evaluate(123), "run_dir must be the path of a run directory"),
+        (lambda q: shoal.evaluate(123), "path must be the path of a run directory"),
         (lambda q: shoal.evaluate("runs/x", episodes="2"), "episodes must be a whole number"),
-        (lambda q: shoal.load(None), "run_dir must be the path of a run directory"),
+        (lambda q: shoal.load(None), "path must be the path of a run directory"),
     ],
 )
 def test_python_arguments_of_the_wrong_type_raise_a_shoal_error(quiet_run, call, message):
@@ -437,3 +438,100 @@ def test_resume_past_a_damaged_newest_checkpoint_says_so_once_and_prunes_safely(
     assert names == ["step-000000001024.pt.damaged", "step-000000001280.pt", "step-000000001536.pt"]
     for path in list_checkpoints(checkpoints):
         load_checkpoint(path)
+
+
+# ---- item 4: an --address where no Ray cluster answers -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("address", "message"),
+    [
+        ("127.0.0.1:1", "Nothing answers at --address 127.0.0.1:1 (Connection refused)"),
+        ("ray://127.0.0.1:1", "Nothing answers at --address ray://127.0.0.1:1"),
+        ("not an address", "--address 'not an address' is not the address of a Ray cluster"),
+        ("head:0", "is not the address of a Ray cluster"),
+        ("head:65536", "is not the address of a Ray cluster"),
+        ("http://head:6379", "is not the address of a Ray cluster"),
+    ],
+)
+def test_an_address_where_no_ray_cluster_answers_fails_within_seconds(
+    capsys, tmp_path, address, message
+):
+    started = time.monotonic()
+    argv = ["ppo", "--env", "CartPole-v1", "--runtime", "ray", "--address", address]
+    err = _train_fails(capsys, tmp_path / "runs", *argv)
+    assert message in err and "ray start --head" in err
+    assert time.monotonic() - started < 10  # it used to retry for minutes
+
+
+def test_a_port_that_is_not_a_ray_head_is_refused_after_a_bounded_wait(
+    capsys, tmp_path, monkeypatch
+):
+    pytest.importorskip("ray")
+    from shoal.runtime import ray_connect
+
+    monkeypatch.setattr(ray_connect, "GCS_TIMEOUT_S", 3.0)
+    with socket.create_server(("127.0.0.1", 0)) as listener:  # accepts, never answers
+        address = f"127.0.0.1:{listener.getsockname()[1]}"
+        started = time.monotonic()
+        argv = ["ppo", "--env", "CartPole-v1", "--runtime", "ray", "--address", address]
+        err = _train_fails(capsys, tmp_path / "runs", *argv)
+    assert f"Something listens at --address {address} but did not answer" in err
+    assert time.monotonic() - started < 10
+
+
+# ---- item 5: --max-time within one long unroll, and settings the machine cannot hold --------
+
+
+@pytest.mark.parametrize(
+    ("algo", "length"),
+    [("ppo", "rollout_length"), ("dqn", "unroll_length"), ("impala", "unroll_length")],
+    ids=["in turn", "in turn, replay", "overlapped"],
+)
+def test_max_time_ends_a_long_unroll_with_a_checkpoint(quiet_run, algo, length):
+    run = {**quiet_run, "max_time": 2.0, "eval_episodes": 0}
+    started = time.monotonic()
+    result = shoal.train(algo, "CartPole-v1", agent={length: 1_000_000}, run=run)
+    # One unroll of 1M steps x 8 envs takes minutes; the run stops at its deadline instead.
+    assert time.monotonic() - started < 20
+    assert result.stop_reason == "max_time"
+    (checkpoint,) = list_checkpoints(result.run_dir / "checkpoints")
+    assert load_checkpoint(checkpoint)["env_steps"] == result.env_steps == 0
+
+
+def test_an_unroll_larger_than_the_machine_is_refused(capsys, tmp_path):
+    flags = ["--agent.unroll-length", "100000000000"]
+    err = _train_fails(capsys, tmp_path / "runs", "impala", "--env", "CartPole-v1", *flags)
+    assert "One unroll of CartPole-v1 holds 8 envs x 100,000,000,001 observations" in err
+    assert "more than this machine's" in err and "Lower --num-envs" in err
+
+
+def test_envs_that_take_longer_to_build_than_max_time_are_refused(capsys, tmp_path):
+    started = time.monotonic()
+    flags = ["--num-envs", "200000", "--max-time", "2"]
+    err = _train_fails(capsys, tmp_path / "runs", "ppo", "--env", "CartPole-v1", *flags)
+    assert "Building 200,000 CartPole-v1 environments in one process takes about" in err
+    assert "longer than --max-time 2 s" in err
+    assert time.monotonic() - started < 10  # building them takes about 30 s
+
+
+# ---- item 10: ray and central-inference settings are checked before writing ---------------
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--runtime", "ray", "--actor-resources", "gpu_node"],
+        ["--runtime", "ray", "--learner-resources", "x"],
+        ["--runtime", "ray", "--replay-resources", "a=-1"],
+        ["--runtime", "ray", "--inference", "central", "--actor-resources", "=1"],
+        ["--inference", "centre"],
+        ["--inference", "central", "--inference-batch", "0"],
+        ["--runtime", "ray", "--inference", "central", "--inference-timeout-ms", "-1"],
+    ],
+)
+def test_ray_and_central_inference_mistakes_are_refused_before_anything_is_written(
+    capsys, tmp_path, flags
+):
+    err = _train_fails(capsys, tmp_path / "runs", "impala", "--env", "CartPole-v1", *flags)
+    assert "must look like 'name=1,other=0.5'" in err or "inference" in err

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import json
 import os
+import secrets
 import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -13,6 +19,7 @@ import pytest
 
 import shoal
 from shoal.checkpoint import list_checkpoints, load_checkpoint
+from shoal.cli import main
 from shoal.errors import ShoalError
 
 # Ray workers run at low priority; on a busy machine a learning run can take minutes.
@@ -107,11 +114,9 @@ def test_impala_solves_cartpole_on_ray_with_two_actors(ray_cluster, quiet_run):
     assert max(json.loads(row)["policy_lag"] for row in rows) >= 1  # actors ran ahead
 
 
-def test_ctrl_c_checkpoints_and_leaves_no_process_behind(tmp_path):
-    """A run that starts its own local Ray stops every process it started on SIGINT."""
-    import subprocess
-    import sys
-
+def test_a_local_run_listens_on_loopback_only_and_ctrl_c_stops_every_process(tmp_path):
+    """A run that starts its own local Ray reaches it over the loopback interface only, and
+    stops every process it started on SIGINT (with a checkpoint)."""
     run_dir = tmp_path / "interrupted"
     command = [
         sys.executable,
@@ -147,6 +152,10 @@ def test_ctrl_c_checkpoints_and_leaves_no_process_behind(tmp_path):
         assert time.time() < deadline and process.poll() is None, process.stderr.read()
         time.sleep(0.2)
     pids = [role["pid"] for role in json.loads(placement.read_text()).values()]
+    # Ray's GCS, raylet, dashboard agent and workers: before, on 0.0.0.0, :: and the
+    # machine's address.
+    listening = _listening_addresses(process.pid)
+    assert len(listening) >= 4 and all(_loopback(ip) for ip in listening), listening
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err  # the shell's code for a run stopped by Ctrl-C
@@ -156,6 +165,98 @@ def test_ctrl_c_checkpoints_and_leaves_no_process_behind(tmp_path):
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def _listening_addresses(pid: int) -> list[str]:
+    """The addresses process `pid` and its descendants listen on for TCP connections."""
+    psutil = pytest.importorskip("psutil")
+    root = psutil.Process(pid)
+    found = []
+    for process in [root, *root.children(recursive=True)]:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            found += [
+                c.laddr.ip
+                for c in process.net_connections(kind="tcp")
+                if c.status == psutil.CONN_LISTEN
+            ]
+    return found
+
+
+def _loopback(ip: str) -> bool:
+    address = ipaddress.ip_address(ip)
+    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1 on a dual-stack socket
+    return (mapped or address).is_loopback
+
+
+@pytest.fixture(scope="module")
+def token_cluster(tmp_path_factory):
+    """A Ray cluster with token authentication, started as `ray start --head` would be on a
+    cluster's head node, in a process group of its own: (address, token, a HOME without a
+    token file). Its processes end with it; the shared `ray_cluster` is not touched."""
+    home = tmp_path_factory.mktemp("home")
+    token = secrets.token_hex(32)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = _env_without_token(home) | {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
+    log = home / "ray-start.log"
+    command = [str(Path(sys.executable).with_name("ray")), "start", "--head", "--block"]
+    command += ["--port", str(port), "--num-cpus", "3", "--include-dashboard", "false"]
+    command += ["--disable-usage-stats"]
+    with log.open("w") as out:
+        head = subprocess.Popen(command, env=env, stdout=out, stderr=out, start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while "Ray runtime started" not in log.read_text():
+            assert time.time() < deadline and head.poll() is None, log.read_text()
+            time.sleep(0.2)
+        yield f"127.0.0.1:{port}", token, home
+    finally:
+        head.terminate()  # --block: ray start stops the processes it started
+        try:
+            head.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(head.pid, signal.SIGKILL)
+
+
+def _env_without_token(home: Path) -> dict[str, str]:
+    """This process's environment with no Ray token: none set, and a HOME without one."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_AUTH", "RAY_ADDRESS"))}
+    return env | {"HOME": str(home)}
+
+
+def test_a_run_joins_a_cluster_with_token_authentication(token_cluster, tmp_path):
+    address, token, home = token_cluster
+    env = _env_without_token(home) | {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
+    command = [sys.executable, "-m", "shoal", "train", "ppo", "--env", "CartPole-v1"]
+    command += ["--runtime", "ray", "--address", address, "--actors", "2", "--num-envs", "4"]
+    command += ["--total-steps", "1024", "--runs-dir", str(tmp_path), "--run-name", "joined"]
+    command += ["--progress", "false", "--tensorboard", "false", "--eval-episodes", "0"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "stopped by total_steps" in done.stdout
+    placement = json.loads((tmp_path / "joined" / "ray_actors.json").read_text())
+    assert set(placement) == {"learner", "actor0", "actor1"}
+
+
+def test_a_run_without_the_token_is_refused_before_anything_is_written(
+    token_cluster, tmp_path, capsys, monkeypatch
+):
+    address, _, home = token_cluster
+    for name in list(os.environ):
+        if name.startswith("RAY_AUTH"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(home))
+    runs = tmp_path / "runs"
+    argv = ["train", "ppo", "--env", "CartPole-v1", "--runtime", "ray", "--address", address]
+    started = time.monotonic()
+    assert main([*argv, "--runs-dir", str(runs), "--progress", "false"]) == 2
+    err = capsys.readouterr().err
+    assert time.monotonic() - started < 30  # Ray itself retries for 20 s, then says only that
+    assert "Traceback" not in err and err.count("\n") == 1, err
+    assert f"The Ray cluster at --address {address} refused this process" in err
+    assert "set RAY_AUTH_MODE=token and the cluster's token in RAY_AUTH_TOKEN" in err
+    assert not runs.exists()
 
 
 def test_apex_solves_cartpole_with_replay_shards_on_their_node(ray_cluster, quiet_run):

@@ -132,20 +132,22 @@ def test_resume_eval_and_load_rebuild_the_env_settings_the_run_was_saved_with(
     assert experiment.read_run_dir(first.run_dir).env_config == expected
 
     built = []
-    real_run_inline, real_resolve_env = inline.run_inline, api.resolve_env
+    real_run_inline, real_source_of = inline.run_inline, experiment.source_of
 
     def recording_run_inline(program, resume=None):
-        built.append(("resume", program.env_config, program.env_source))
+        built.append(("resume", program.env_config))
         return real_run_inline(program, resume)
 
-    def recording_resolve_env(env_id, config=None):
-        built.append(("eval", config, None))
-        return real_resolve_env(env_id, config)
+    def recording_source_of(env, config=None):  # every command resolves its env here
+        built.append(("env", config))
+        return real_source_of(env, config)
 
     monkeypatch.setattr(api, "run_inline", recording_run_inline)
-    monkeypatch.setattr(api, "resolve_env", recording_resolve_env)
+    monkeypatch.setattr(experiment, "source_of", recording_source_of)
     shoal.train(resume=first.run_dir, run={"total_steps": 512})
+    resumed = len(built)
     shoal.evaluate(first.run_dir, episodes=1)
-    assert [kind for kind, _, _ in built] == ["resume", "eval"]
-    assert all(config == expected for _, config, _ in built)
+    assert [kind for kind, _ in built[:resumed]] == ["env", "resume"]
+    assert [kind for kind, _ in built[resumed:]] == ["env"]  # the evaluation's env
+    assert all(config == expected for _, config in built)
     assert shoal.load(first.run_dir).env_config == expected

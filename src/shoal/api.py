@@ -6,19 +6,22 @@ import json
 import os
 import shutil
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
 
+from shoal import config as configs
 from shoal import experiment
-from shoal.checkpoint import list_checkpoints, load_latest
+from shoal.checkpoint import POLICY_FORMAT, list_checkpoints, load_latest, read_any, save_policy
 from shoal.config import dump_yaml, write_atomically
-from shoal.data import Layout
-from shoal.envs.registry import resolve_env
+from shoal.envs.config import EnvConfig
+from shoal.envs.registry import EnvSource, is_env_object, source_of, spec_of_source
+from shoal.envs.spec import EnvSpec
 from shoal.errors import (
     CheckpointError,
     ConfigError,
@@ -27,12 +30,22 @@ from shoal.errors import (
     StorageError,
     user_error,
 )
+from shoal.runtime.budget import check_budget
 from shoal.runtime.evaluate import EvalResult, evaluate_policy
 from shoal.runtime.inline import run_inline
+from shoal.runtime.program import Program
+from shoal.runtime.ray_connect import check_address
+from shoal.runtime.recording import acting_for
 from shoal.runtime.rows import Acting
-from shoal.tree import map_tree
+from shoal.telemetry.trackers import check_installed
+from shoal.tree import leaves, map_tree
 
 SUMMARY_FILE = "summary.json"
+
+# What `env` may be: an id or `module:function` string, a gymnasium.Env (copied for each env
+# copy), a function making one (or a dm_env.Environment; given a seed if it takes one), or a
+# Gymnasium vector env.
+EnvLike = str | gym.Env | gym.vector.VectorEnv | Callable[..., Any]
 
 
 @dataclass(frozen=True)
@@ -48,7 +61,7 @@ class TrainResult:
 
 def train(
     algo: str | None = None,
-    env: str | None = None,
+    env: EnvLike | None = None,
     *,
     seed: int | None = None,
     total_steps: int | None = None,
@@ -62,13 +75,15 @@ def train(
     """Train `algo` on `env` (or continue the run in `resume`) and evaluate the result.
 
     `agent`, `run` and `env_config` override fields of the agent's config, `RunConfig` and
-    `EnvConfig`, over the preset for `env` and the YAML `config` file. Continuing a run whose
-    config names modules to import (a `module:function` env or torso) needs `trust_run=True`.
+    `EnvConfig`, over the preset for `env` and the YAML `config` file. `env` is an id, a
+    `module:function` factory, or an env object (`EnvLike`): an env instance, a function making
+    one, or a Gymnasium vector env (which sets `num_envs`). A run on an env object is continued
+    by passing the env again with `resume`. Continuing a run whose config names modules to
+    import (a `module:function` env or torso) needs `trust_run=True`.
     A run stopped by Ctrl-C returns with `stop_reason` "interrupted" and is not evaluated.
-    Example: `shoal.train("ppo", "CartPole-v1", seed=1)`.
+    Example: `shoal.train("ppo", "CartPole-v1", seed=1)`, or `shoal.train("ppo", my_env)`.
     """
     _require("algo", algo, (str, _NONE), "an algorithm name such as 'ppo'")
-    _require("env", env, (str, _NONE), "an environment id such as 'CartPole-v1'")
     _require("seed", seed, (int, float, str, _NONE), "an integer")
     _require("total_steps", total_steps, (int, float, str, _NONE), "an integer such as 100_000")
     _require("config", config, (*_PATH, _NONE), "the path of a YAML file")
@@ -80,13 +95,16 @@ def train(
     if total_steps is not None:
         run["total_steps"] = total_steps
     if resume is not None:
-        if algo or env or config or agent or env_config or seed is not None:
+        if algo or config or agent or env_config or seed is not None:
             raise ConfigError(
                 "--resume continues a run as configured; only run settings such as "
-                "--total-steps or --max-time may be given with it."
+                "--total-steps or --max-time (and, from Python, the env object it was trained "
+                "on) may be given with it."
             )
         run_dir = Path(resume)
-        resolved = experiment.read_run_dir(run_dir, run, trust=trust_run)
+        resolved = experiment.read_run_dir(run_dir, run, trust=trust_run, env=env)
+        spec = experiment.spec_of(resolved)
+        _check_machine(experiment.program(resolved, run_dir, spec))
         state = load_latest(run_dir / "checkpoints", resolved.algo, set_aside=True)
         if state is None:
             # Nothing was kept (killed before or while writing its first checkpoint): the
@@ -103,7 +121,6 @@ def train(
                 f"{run_dir} already finished its budget of {resolved.run.total_steps} steps. "
                 f"Pass a larger --total-steps to train it further."
             )
-        spec = experiment.spec_of(resolved)
         if run:
             write_atomically(run_dir / experiment.CONFIG_FILE, dump_yaml(resolved.as_dict()))
     else:
@@ -114,6 +131,7 @@ def train(
         unwritten.data_path()  # so does data the agent's replay cannot store
         if resolved.run.runtime == "inline":  # and a learner device this machine lacks
             unwritten.learner_device()
+        _check_machine(unwritten)
         run_dir = experiment.new_run_dir(resolved)
         state = None
     program = experiment.program(resolved, run_dir, spec)
@@ -131,7 +149,11 @@ def train(
     interrupted = counter.stop_reason() is None
     if resolved.run.eval_episodes > 0 and not interrupted:  # Ctrl-C: stop now
         evaluation = evaluate(
-            run_dir, episodes=resolved.run.eval_episodes, deterministic=True, trust_run=True
+            run_dir,
+            episodes=resolved.run.eval_episodes,
+            deterministic=True,
+            trust_run=True,
+            env=env if is_env_object(resolved.env_id) else None,
         )
     summary = {
         "algo": resolved.algo,
@@ -158,6 +180,37 @@ def train(
         evaluation,
         summary,
     )
+
+
+def _check_machine(program: Program) -> None:
+    """What the run needs of the machine and the cluster, checked before anything is written:
+    memory and time for its envs, the packages of the chosen trackers, and a Ray cluster that
+    answers at --address."""
+    check_budget(program)
+    run = program.run
+    check_installed(run.loggers)
+    if run.runtime == "ray" and run.address:
+        check_address(run.address)
+    if run.runtime == "ray":
+        _check_shippable(program.env_source)
+
+
+def _check_shippable(source: EnvSource) -> None:
+    """An env object goes to Ray's actor processes with Ray's cloudpickle: one that cannot be
+    pickled (an open emulator, a lock, a socket) is refused before anything is written."""
+    if source.family != "object":
+        return  # ids and module:function factories are made by name in each process
+    from ray import cloudpickle  # Ray is imported only for ray runs
+
+    try:
+        cloudpickle.dumps(source.factory)
+    except Exception as err:
+        raise ConfigError(
+            f"The env {source.env_id} cannot be sent to Ray's actor processes: pickling it "
+            f"failed ({type(err).__name__}: {err!s:.120}). Pass a factory instead, "
+            "'package.module:function' naming a function that makes the env (installed or on "
+            "the actors' PYTHONPATH), or use runtime='inline'."
+        ) from None
 
 
 def _failed(err: ShoalError, run_dir: Path, fresh: bool) -> ShoalError:
@@ -189,43 +242,217 @@ def _require(name: str, value: Any, kinds: tuple[type, ...], what: str) -> None:
         raise ConfigError(f"{name} must be {what}, got {type(value).__name__} {value!r:.60}.")
 
 
-class LoadedPolicy:
-    """A trained policy: `act(obs)` takes one observation or a batch and returns actions.
+class _Stream:
+    """One stream of `predict` calls: its rows' store and how many calls it has had."""
 
-    Recurrent policies (LSTM IMPALA, R2D2) carry state between calls: after each env step,
-    call `step_result(reward, terminated | truncated)` (scalars for one env, arrays for a
-    batch) so that the next `act` sees the reward and ended episodes start afresh.
+    def __init__(self, acting: Acting) -> None:
+        self.acting, self.turn = acting, 0
+
+
+@dataclass(frozen=True, eq=False)
+class PolicyState:
+    """The recurrent state `predict` returns, to be passed back to the next `predict` call.
+
+    Opaque: it names a stream of episodes whose state each call moves on in place (no copy per
+    step), so only the newest state of a stream can be continued."""
+
+    stream: _Stream
+    turn: int
+
+
+class LoadedPolicy:
+    """A trained policy: `act(obs)` or `predict(obs, state)` takes one observation or a batch.
+
+    Recurrent policies (LSTM IMPALA, R2D2, Agent57) carry state between calls. With `act`, the
+    policy holds it: after each env step call `step_result(reward, terminated | truncated)`
+    (scalars for one env, arrays for a batch) so that the next `act` sees the reward and ended
+    episodes start afresh. With `predict`, the caller holds it (as in Stable-Baselines3).
+    `save(path)` writes the policy to one file that `shoal.load(path)` reads.
     """
 
-    def __init__(self, run_dir: Path, deterministic: bool = True, trust_run: bool = False) -> None:
-        self.run_dir = Path(run_dir)
-        resolved = experiment.read_run_dir(self.run_dir, trust=trust_run)
-        state = load_latest(self.run_dir / "checkpoints", resolved.algo)
+    def __init__(
+        self,
+        path: Path,
+        deterministic: bool = True,
+        trust_run: bool = False,
+        env: EnvLike | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self._env = env
+        saved = read_any(self.path) if self.path.is_file() else None
+        if isinstance(saved, dict) and saved["format"] == POLICY_FORMAT:
+            self._from_saved(saved, env)
+            self.run_dir = None
+        else:
+            # A checkpoint file of a run directory is read with its run's config.
+            self.run_dir = self.path.parent.parent if saved is not None else self.path
+            self._from_run_dir(self.run_dir, trust_run, env, saved)
+        self.net = self.agent.make_networks(self.spec, self.config)
+        try:
+            self.net.load_state_dict(self._network)
+        except (RuntimeError, KeyError) as err:
+            if env is not None:  # the spaces of the env passed shaped the network
+                raise ConfigError(
+                    f"The env passed does not fit the policy in {path}: its spaces (observation "
+                    f"{self.spec.observation_space}, action {self.spec.action_space}) differ "
+                    "from those the policy was trained on. Pass the env it was trained on."
+                ) from None
+            raise CheckpointError(
+                f"The checkpoint in {path} does not fit the network its config describes: {err}"
+            ) from None
+        mode = "greedy" if deterministic else "sample"
+        # The policies' state: e.g. Agent57's evaluator bandit.
+        self.acting = acting_for(
+            self.agent, self.spec, self.config, self.net, self._policy_state, mode
+        )
+        self.recurrent = bool(self.acting.policy.initial_state(np.arange(1)))
+
+    def _from_run_dir(
+        self, run_dir: Path, trust_run: bool, env: EnvLike | None, state: Any
+    ) -> None:
+        if isinstance(state, str):  # a file that is neither a saved policy nor a checkpoint
+            raise CheckpointError(
+                f"{self.path} is {state}. shoal.load takes a run directory, a checkpoint from "
+                "its checkpoints/, or a file written by policy.save(path)."
+            )
+        resolved = experiment.read_run_dir(run_dir, trust=trust_run, env=env)
+        if state is None:
+            state = load_latest(run_dir / "checkpoints", resolved.algo)
         if state is None:
             raise CheckpointError(f"{run_dir} has no checkpoint yet; train it first.")
-        self.algo, self.env_id, self.config = resolved.algo, resolved.env_id, resolved.agent_config
-        self.env_config = resolved.env_config
-        self.seed = resolved.seed
+        self.algo, self.agent, self.env_id = resolved.algo, resolved.agent, resolved.env_id
+        self.config, self.env_config = resolved.agent_config, resolved.env_config
+        self.seed, self.env_steps = resolved.seed, int(state["env_steps"])
+        self._source: EnvSource | None = resolved.source
         self.spec = experiment.spec_of(resolved)
-        self.env_steps = int(state["env_steps"])
-        agent = resolved.agent
-        self.net = agent.make_networks(self.spec, self.config)
-        try:
-            self.net.load_state_dict(state["learner"]["network"])
-        except (RuntimeError, KeyError) as err:
-            raise CheckpointError(
-                f"The checkpoint in {run_dir} does not fit the network its config describes: {err}"
-            ) from None
-        self.net.eval()
-        policy = agent.make_policy(self.spec, self.config, self.net, 0, Layout())
-        policy.load_state_dict(state.get("policies", {}))  # e.g. Agent57's evaluator bandit
-        self.acting = Acting(policy, self.spec, "greedy" if deterministic else "sample")
+        self._network = state["learner"]["network"]
+        self._policy_state = state.get("policies", {})
+
+    def _from_saved(self, saved: dict[str, Any], env: EnvLike | None) -> None:
+        from shoal import catalog  # only the interface layer knows the agents
+
+        self.algo, self.env_id = saved["algo"], saved["env"]
+        self.agent = catalog.get_agent(self.algo)
+        self.config = configs.build(self.agent.config_cls, saved["agent"], "agent")
+        self.env_config = configs.build(EnvConfig, saved["env_config"], "env_config")
+        self.seed, self.env_steps = int(saved["seed"]), int(saved["env_steps"])
+        self.spec = EnvSpec.from_data(saved["spec"])
+        self._source = None  # made when first needed: acting needs no env
+        self._network, self._policy_state = saved["network"], saved["policies"]
+
+    @property
+    def env_source(self) -> EnvSource:
+        """How the policy's env is made: the env passed to `load`, else the recorded id."""
+        if self._source is None:
+            env = self.env_id if self._env is None else self._env
+            if isinstance(env, str) and is_env_object(env):
+                raise ConfigError(experiment.env_object_needed(self.path, env))
+            source = source_of(env, self.env_config)
+            _check_fits(spec_of_source(source), self.spec)
+            self._source = source
+        return self._source
+
+    def save(self, path: str | Path) -> Path:
+        """Write the policy to one file (weights, spaces and configs; read back with
+        `torch.load(weights_only=True)`, so loading it runs no code) that `shoal.load(path)`
+        loads. The file is written whole or not at all."""
+        _require("path", path, _PATH, "the path of a file to write, e.g. 'cartpole.pt'")
+        path = Path(path)
+        if path.is_dir():
+            raise ConfigError(f"{path} is a folder; save takes a file path, e.g. {path}/policy.pt.")
+        save_policy(
+            path,
+            {
+                "algo": self.algo,
+                "env": self.env_id,
+                "seed": self.seed,
+                "env_steps": self.env_steps,
+                "agent": configs.to_dict(self.config),
+                "env_config": configs.to_dict(self.env_config),
+                "spec": self.spec.to_data(),
+                "network": self.net.state_dict(),
+                "policies": self._policy_state,
+            },
+        )
+        return path
 
     def act(self, obs: Any) -> np.ndarray:
         """The action for one observation, or the actions `[n, ...]` for a batch `[n, ...]`.
 
         Observations that are not numeric, hold NaN or inf, or fit neither the observation
         space's shape nor a batch of it raise a ShoalError."""
+        batch, single = self._batch(obs, "act")
+        actions = self.acting.act(batch)[0]
+        return actions[0] if single else actions
+
+    def predict(
+        self,
+        obs: Any,
+        state: PolicyState | None = None,
+        deterministic: bool = True,
+        *,
+        reward: Any = None,
+        episode_start: Any = None,
+    ) -> tuple[np.ndarray, PolicyState | None]:
+        """`(action, state)` for one observation or a batch `[n, ...]`, as in Stable-Baselines3.
+
+        `state` is None at the start of episodes, then what the previous call returned (it is
+        None throughout for feed-forward policies). For recurrent policies that see the last
+        reward (R2D2, Agent57) pass it as `reward`; `episode_start` (bool, per observation)
+        marks observations that begin a new episode, for a batch whose episodes end apart."""
+        _require("deterministic", deterministic, (bool,), "True or False")
+        batch, single = self._batch(obs, "predict")
+        n = len(leaves(batch)[0])
+        if state is None:
+            stream = _Stream(Acting(self.acting.policy, self.spec))
+        else:
+            stream = self._continued(state, n)
+            rewards = np.zeros(n, np.float32) if reward is None else reward
+            starts = np.zeros(n, bool) if episode_start is None else episode_start
+            stream.acting.observe(
+                self._per_row(rewards, n, "reward"), self._per_row(starts, n, "episode_start")
+            )
+        stream.acting.mode = "greedy" if deterministic else "sample"
+        actions = stream.acting.act(batch)[0]
+        stream.turn += 1
+        new = PolicyState(stream, stream.turn) if self.recurrent else None
+        return (actions[0] if single else actions), new
+
+    def _continued(self, state: Any, n: int) -> _Stream:
+        if (
+            not isinstance(state, PolicyState)
+            or state.stream.acting.policy is not self.acting.policy
+        ):
+            raise ShoalError(
+                "predict's state must be None (new episodes) or the state the previous "
+                f"predict call of this policy returned; got {type(state).__name__}."
+            )
+        if state.stream.turn != state.turn:
+            raise ShoalError(
+                "predict got an older state of a stream that has moved on; pass back the state "
+                "the last predict call returned (or None to start new episodes)."
+            )
+        if state.stream.acting.rows != n:
+            raise ShoalError(
+                f"predict got {n} observations with a state of {state.stream.acting.rows}; keep "
+                "the batch size of a stream, or pass state=None to start new episodes."
+            )
+        return state.stream
+
+    @staticmethod
+    def _per_row(value: Any, n: int, name: str) -> np.ndarray:
+        try:
+            array = np.broadcast_to(np.asarray(value, np.float32), (n,))
+        except (ValueError, TypeError):
+            raise ShoalError(
+                f"predict's {name} must be a number, or one per observation ({n}); got "
+                f"{value!r:.60}."
+            ) from None
+        return array.astype(bool) if name == "episode_start" else array
+
+    def _batch(self, obs: Any, caller: str) -> tuple[Any, bool]:
+        """`obs` checked against the observation space, as a batch `[n, ...]`, and whether it
+        was one observation."""
         boxes = self.spec.obs_boxes
         if isinstance(boxes, dict) != isinstance(obs, Mapping) or (
             isinstance(boxes, dict) and set(obs) != set(boxes)
@@ -236,37 +463,36 @@ class LoadedPolicy:
                 if isinstance(obs, Mapping)
                 else type(obs).__name__
             )
-            raise ShoalError(f"{self.env_id} observations are {wanted}; act got {got}.")
-        batch = map_tree(self._checked, obs, boxes)
+            raise ShoalError(f"{self.env_id} observations are {wanted}; {caller} got {got}.")
+        batch = map_tree(lambda x, box: self._checked(x, box, caller), obs, boxes)
         pairs = [(batch[k], box) for k, box in boxes.items()] if isinstance(boxes, dict) else []
         sizes = {
             len(x) if x.ndim > len(box.shape) else None for x, box in pairs or [(batch, boxes)]
         }
         if len(sizes) > 1:
-            raise ShoalError("act got observation keys with different batch sizes.")
+            raise ShoalError(f"{caller} got observation keys with different batch sizes.")
         single = sizes == {None}
-        actions = self.acting.act(map_tree(lambda x: x[None], batch) if single else batch)[0]
-        return actions[0] if single else actions
+        return (map_tree(lambda x: x[None], batch) if single else batch), single
 
-    def _checked(self, obs: Any, box: Any) -> np.ndarray:
+    def _checked(self, obs: Any, box: Any, caller: str) -> np.ndarray:
         try:
             array = np.asarray(obs)
         except ValueError:  # ragged nested lists
             array = np.asarray(None)
         if array.dtype.kind not in "biuf":
             raise ShoalError(
-                f"act got a non-numeric observation ({type(obs).__name__}: {obs!r:.60}); "
+                f"{caller} got a non-numeric observation ({type(obs).__name__}: {obs!r:.60}); "
                 f"{self.env_id} observations are {box.dtype} arrays of shape {box.shape}."
             )
         batched = array.ndim == len(box.shape) + 1 and array.shape[1:] == box.shape
         if array.shape != box.shape and not (batched and len(array) > 0):
             raise ShoalError(
-                f"act got an observation of shape {array.shape}; {self.env_id} observations "
+                f"{caller} got an observation of shape {array.shape}; {self.env_id} observations "
                 f"have shape {box.shape}, or {('n', *box.shape)} for a batch of n."
             )
         if array.dtype.kind == "f" and not np.isfinite(array).all():
             raise ShoalError(
-                "act got an observation holding NaN or inf; the policy's actions would be "
+                f"{caller} got an observation holding NaN or inf; the policy's actions would be "
                 "meaningless. Check the environment, or clip the observation first."
             )
         return array.astype(box.dtype, copy=False)
@@ -278,15 +504,34 @@ class LoadedPolicy:
         )
 
 
-def load(run_dir: str | Path, deterministic: bool = True, trust_run: bool = False) -> LoadedPolicy:
-    """The policy of the newest checkpoint in `run_dir`.
+def _check_fits(env: EnvSpec, policy: EnvSpec) -> None:
+    """The env given for a policy must have the spaces it was trained on."""
+    for what in ("observation_space", "action_space"):
+        if getattr(env, what) != getattr(policy, what):
+            raise ConfigError(
+                f"The env passed has the {what.replace('_', ' ')} {getattr(env, what)}; the "
+                f"policy was trained on {getattr(policy, what)} ({policy.env_id}). Pass the env "
+                "it was trained on."
+            )
 
-    A run whose config names modules to import (a `module:function` env or torso, an
-    `import_module`) is loaded only with `trust_run=True`: importing runs the module's code."""
-    _require("run_dir", run_dir, _PATH, "the path of a run directory")
+
+def load(
+    path: str | Path,
+    deterministic: bool = True,
+    trust_run: bool = False,
+    env: EnvLike | None = None,
+) -> LoadedPolicy:
+    """The policy in `path`: a run directory (its newest checkpoint), one of its checkpoint
+    files, or a file written by `LoadedPolicy.save`.
+
+    `env` replaces the env the policy was trained on for `evaluate`; it is needed for a run
+    trained on an env object. A run whose config names modules to import (a `module:function`
+    env or torso, an `import_module`) is loaded only with `trust_run=True`: importing runs the
+    module's code."""
+    _require("path", path, _PATH, "the path of a run directory or of a saved policy")
     _require("deterministic", deterministic, (bool,), "True or False")
     _require("trust_run", trust_run, (bool,), "True or False")
-    return LoadedPolicy(Path(run_dir), deterministic, trust_run)
+    return LoadedPolicy(Path(path), deterministic, trust_run, env)
 
 
 def evaluate(
@@ -295,16 +540,19 @@ def evaluate(
     deterministic: bool = True,
     seed: int | None = None,
     trust_run: bool = False,
+    env: EnvLike | None = None,
 ) -> EvalResult:
-    """Mean return of the newest checkpoint in `run_dir` over `episodes` fresh episodes
-    (`trust_run` as for `load`)."""
+    """Mean return over `episodes` fresh episodes of the policy in `run_dir` (anything `load`
+    takes), on `env` if given (an env instance, a function making one, or an id), else on the
+    env it was trained on (`trust_run` as for `load`)."""
     _require("episodes", episodes, (int,), "a whole number of episodes")
     _require("seed", seed, (int, _NONE), "an integer")
     if episodes <= 0:
         raise ConfigError(f"episodes must be > 0, got {episodes}.")
-    policy = load(run_dir, deterministic, trust_run)
+    policy = load(run_dir, deterministic, trust_run, env)
     torch.manual_seed(policy.seed)
     # Evaluation seeds differ from training seeds so the agent meets episodes it has not seen.
     eval_seed = policy.seed + 10_000 if seed is None else seed
-    factory = resolve_env(policy.env_id, policy.env_config).factory
-    return evaluate_policy(policy.acting, factory, policy.spec, episodes, eval_seed)
+    return evaluate_policy(
+        policy.acting, policy.env_source.factory, policy.spec, episodes, eval_seed
+    )

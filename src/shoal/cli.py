@@ -1,4 +1,4 @@
-"""The `shoal` command line: train, eval, list.
+"""The `shoal` command line: train, eval, play, plot, report, list, envs.
 
 Run settings are flags (`--total-steps 50000`); agent settings are `--agent.FIELD VALUE`. A user
 mistake prints one paragraph and exits with code 2, with no traceback and no run directory.
@@ -66,12 +66,69 @@ def _parser() -> argparse.ArgumentParser:
 
     evaluate = sub.add_parser("eval", help="evaluate a run's newest checkpoint")
     evaluate.add_argument("run_dir")
-    evaluate.add_argument("--episodes", type=int, default=10)
+    evaluate.add_argument(
+        "--episodes", type=int, default=None, help="default 10; 30 with --protocol atari"
+    )
+    evaluate.add_argument(
+        "--protocol",
+        choices=["atari"],
+        help="atari: the no-op starts protocol (up to 30 no-ops, 108,000-frame cap, a seed per "
+        "episode), with raw and human-normalised scores",
+    )
     evaluate.add_argument(
         "--deterministic", action="store_true", help="take the most likely action (default: sample)"
     )
     evaluate.add_argument("--seed", type=int, default=None)
     evaluate.add_argument("--trust-run", action="store_true", help=_TRUST_HELP)
+
+    play = sub.add_parser(
+        "play", help="play a run's newest checkpoint into an mp4 video (Atari: the colour screen)"
+    )
+    play.add_argument("run_dir")
+    play.add_argument("--episodes", type=int, default=None, help="episodes to play (default 3)")
+    play.add_argument(
+        "--video", help="mp4 to write (default RUN_DIR/videos/play-step-<checkpoint steps>.mp4)"
+    )
+    play.add_argument(
+        "--deterministic", action="store_true", help="take the most likely action (default: sample)"
+    )
+    play.add_argument("--seed", type=int, default=None, help="seed of the first episode")
+    play.add_argument("--trust-run", action="store_true", help=_TRUST_HELP)
+
+    plot = sub.add_parser(
+        "plot",
+        help="learning curves of runs, seeds grouped with a 95%% bootstrap band",
+        description="Draw learning curves from each run's metrics.jsonl: runs of one algorithm "
+        "on one env are seeds, drawn as their mean with a 95% bootstrap confidence band, over "
+        "the range every seed covers; one panel per env.",
+    )
+    plot.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories or folders")
+    plot.add_argument(
+        "-o", "--output", default="curves.png", help="image file (default %(default)s)"
+    )
+    plot.add_argument(
+        "--x",
+        choices=("frames", "steps", "time"),
+        default="frames",
+        help="x axis: env frames, agent steps or wall time (default %(default)s)",
+    )
+    plot.add_argument(
+        "--metric", default="return_mean", help="a metrics.jsonl column (default %(default)s)"
+    )
+
+    report = sub.add_parser(
+        "report",
+        help="final scores per env; Atari: median, IQM and mean human-normalised scores",
+        description="Print each env's final scores (mean over seeds with a 95% bootstrap "
+        "interval) and, across Atari games, the median, interquartile mean and mean of "
+        "human-normalised scores with 95% stratified bootstrap intervals (Agarwal et al. 2021).",
+    )
+    report.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories or folders")
+    report.add_argument("-o", "--output", help="also write the report to this markdown file")
+    report.add_argument(
+        "--reps", type=int, default=10_000, help="bootstrap resamples (default %(default)s)"
+    )
+    report.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
 
     listing = sub.add_parser("list", help="algorithms, presets and their settings")
     listing.add_argument("algo", nargs="?", help="show every setting of this algorithm")
@@ -152,12 +209,43 @@ def _train(args: argparse.Namespace, overrides: dict[str, dict[str, str]]) -> in
 
 
 def _eval(args: argparse.Namespace) -> None:
+    if args.protocol == "atari":
+        from shoal import evaluation_protocol
+
+        evaluation_protocol.main(args)
+        return
     from shoal import api
 
+    episodes = 10 if args.episodes is None else args.episodes
     result = api.evaluate(
-        args.run_dir, args.episodes, args.deterministic, args.seed, trust_run=args.trust_run
+        args.run_dir, episodes, args.deterministic, args.seed, trust_run=args.trust_run
     )
     print(result.line(args.deterministic))
+
+
+def _plot(args: argparse.Namespace) -> None:
+    from shoal.plots import plot_runs
+
+    curves = plot_runs(args.run_dirs, args.output, x=args.x, metric=args.metric)
+    drawn = "; ".join(f"{c.algo} on {c.env}, {c.seeds} seed(s)" for c in curves)
+    print(f"wrote {args.output}: {drawn}")
+
+
+def _report(args: argparse.Namespace) -> None:
+    from shoal.report import build_report, check_report_output, write_report
+
+    if args.output:
+        check_report_output(args.output)
+    report = build_report(args.run_dirs, reps=args.reps, seed=args.seed)
+    print(report.markdown(), end="")
+    if args.output:
+        write_report(report, args.output)
+
+
+def _play(args: argparse.Namespace) -> None:
+    from shoal import play
+
+    play.main(args)
 
 
 def _list(args: argparse.Namespace) -> None:
@@ -202,7 +290,14 @@ def _main(argv: Sequence[str] | None) -> int:
         elif overrides["agent"] or overrides["env"]:
             raise ShoalError("--agent.FIELD and --env.FIELD settings belong to `shoal train`.")
         else:
-            {"eval": _eval, "list": _list}[args.command](args)
+            command = {
+                "eval": _eval,
+                "list": _list,
+                "play": _play,
+                "plot": _plot,
+                "report": _report,
+            }
+            command[args.command](args)
     except ShoalError as err:
         print(f"shoal: error: {user_error(err)}", file=sys.stderr)
         return EXIT_USAGE

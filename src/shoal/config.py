@@ -15,9 +15,9 @@ import os
 import tempfile
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, BinaryIO, Literal, TypeVar
 
 import yaml
 
@@ -211,17 +211,25 @@ def load_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
     return data
 
 
-def write_atomically(path: str | os.PathLike[str], data: bytes | str) -> None:
-    """Write `data` to `path` so that a reader sees the old file or the new one, never half."""
+def write_atomically(
+    path: str | os.PathLike[str], data: bytes | str | Callable[[BinaryIO], None]
+) -> None:
+    """Write `data` to `path` so that a reader sees the old file or the new one, never half.
+
+    `data` may be a function that writes to the open binary file, for contents too large to
+    hold in memory twice (a replay snapshot)."""
     path = Path(path)
-    mode = "wb" if isinstance(data, bytes) else "w"
+    mode = "w" if isinstance(data, str) else "wb"
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as err:
         raise storage_error(path, err) from None
     try:
         with os.fdopen(fd, mode) as f:
-            f.write(data)
+            if callable(data):
+                data(f)
+            else:
+                f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

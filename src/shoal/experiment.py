@@ -17,7 +17,7 @@ from typing import Any
 from shoal import catalog, config
 from shoal.agents.base import Agent
 from shoal.envs.config import EnvConfig
-from shoal.envs.registry import env_spec, resolve_env
+from shoal.envs.registry import EnvSource, is_env_object, source_of, spec_of_source
 from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError
 from shoal.runtime.config import RunConfig
@@ -38,6 +38,7 @@ class Resolved:
     run: RunConfig
     agent_config: Any
     env_config: EnvConfig
+    source: EnvSource  # how the env is built; for an env object, the one thing that holds it
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -68,20 +69,22 @@ def read_config_file(path: str | Path | None) -> dict[str, Any]:
 
 def resolve(
     algo: str | None,
-    env_id: str | None,
+    env: Any,
     seed: int | None = None,
     config_file: str | Path | None = None,
     agent_overrides: dict[str, Any] | None = None,
     run_overrides: dict[str, Any] | None = None,
     env_overrides: dict[str, Any] | None = None,
 ) -> Resolved:
-    """Check and layer every setting; raises a ShoalError subclass on the first mistake."""
+    """Check and layer every setting; raises a ShoalError subclass on the first mistake.
+
+    `env` is an id or `module:function` string or an env object (`registry.source_of`)."""
     file = read_config_file(config_file)
     algo = algo or file.get("algo")
-    env_id = env_id or file.get("env")
+    env = file.get("env") if env is None else env
     if not algo:
         raise ConfigError("Name an algorithm, e.g. `shoal train ppo --env CartPole-v1`.")
-    if not env_id:
+    if env is None or env == "":
         raise ConfigError(
             f"Name an environment with --env, e.g. `shoal train {algo} --env CartPole-v1`."
         )
@@ -89,11 +92,13 @@ def resolve(
     env_config = config.build(
         EnvConfig, {**file.get("env_config", {}), **(env_overrides or {})}, "env_config"
     )
-    resolve_env(env_id, env_config)  # unknown ids fail here, before anything is written
-    preset = catalog.preset_for(algo, env_id)
-    run = config.build(
-        RunConfig, {**preset["run"], **file.get("run", {}), **(run_overrides or {})}, "run"
-    )
+    source = source_of(env, env_config)  # unknown ids fail here, before anything is written
+    preset = catalog.preset_for(algo, source.like or source.env_id)
+    run_values = {**preset["run"], **file.get("run", {}), **(run_overrides or {})}
+    if source.num_envs is not None:  # a vector env object says how many envs it steps
+        _check_num_envs(source, (run_overrides or {}).get("num_envs"))
+        run_values["num_envs"] = source.num_envs
+    run = config.build(RunConfig, run_values, "run")
     agent_config = config.build(
         agent.config_cls,
         {**preset["agent"], **file.get("agent", {}), **(agent_overrides or {})},
@@ -104,7 +109,16 @@ def resolve(
     except ValueError as err:
         raise ConfigError(f"Invalid agent config: {err}") from None
     seed = config.coerce(int, seed if seed is not None else file.get("seed", 0), "seed")
-    return Resolved(algo, agent, env_id, seed, run, agent_config, env_config)
+    return Resolved(algo, agent, source.env_id, seed, run, agent_config, env_config, source)
+
+
+def _check_num_envs(source: EnvSource, asked: Any) -> None:
+    if asked is not None and config.coerce(int, asked, "num_envs") != source.num_envs:
+        raise ConfigError(
+            f"The vector env passed as env steps {source.num_envs} envs, and num_envs asks for "
+            f"{asked}. Leave num_envs out (the vector env's size is used), or pass a vector env "
+            f"of {asked} envs."
+        )
 
 
 def new_run_dir(resolved: Resolved) -> Path:
@@ -112,8 +126,10 @@ def new_run_dir(resolved: Resolved) -> Path:
     root = Path(resolved.run.runs_dir)
     name = resolved.run.run_name
     if name is None:
-        env_id = resolved.env_id
-        if ":" in env_id and not env_id.startswith("minatar:"):
+        env_id = resolved.source.like or resolved.env_id
+        if is_env_object(env_id):  # "<callable make_env>": the function's name
+            env_id = env_id.strip("<>").split()[-1]
+        elif ":" in env_id and not env_id.startswith("minatar:"):
             env_id = env_id.rsplit(":", 1)[1]  # a factory: its function's name
         env = re.sub(r"[^A-Za-z0-9._-]+", "_", env_id)
         name = f"{resolved.algo}-{env}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -155,9 +171,17 @@ def _unwritable(root: Path, err: OSError) -> ConfigError:
 
 
 def read_run_dir(
-    run_dir: str | Path, run_overrides: dict[str, Any] | None = None, *, trust: bool = False
+    run_dir: str | Path,
+    run_overrides: dict[str, Any] | None = None,
+    *,
+    trust: bool = False,
+    env: Any = None,
 ) -> Resolved:
-    """The resolved config stored in a run directory, with `run_overrides` applied.
+    """The resolved config stored in a run directory, with `run_overrides` applied, on `env`
+    (an id or env object) if given, else on the env it names.
+
+    A run trained on an env object records only a description of it: reading it without `env`
+    is a ConfigError that says to pass the env again.
 
     Resolving imports the modules the config names (a `module:function` env or torso, an
     `import_module`), so a run directory from elsewhere could run code: unless `trust`, those
@@ -170,6 +194,12 @@ def read_run_dir(
             "Pass a directory created by `shoal train`, e.g. runs/ppo-CartPole-v1-20260101-120000."
         )
     data = config.load_yaml(path)
+    if env is None:
+        env = data.get("env")
+        if isinstance(env, str) and is_env_object(env):
+            raise ConfigError(env_object_needed(run_dir, env))
+    else:
+        data = {**data, "env": None}  # the env passed replaces the recorded one
     named = [] if trust else code_to_import(data)
     if named:
         raise ConfigError(
@@ -179,7 +209,7 @@ def read_run_dir(
         )
     return resolve(
         data.get("algo"),
-        data.get("env"),
+        env,
         data.get("seed"),
         None,
         data.get("agent", {}),
@@ -196,7 +226,8 @@ def code_to_import(data: dict[str, Any]) -> list[str]:
     """What a stored config would import from outside shoal, e.g. "env 'pkg.envs:make'"."""
     found = []
     env = data.get("env")
-    if isinstance(env, str) and ":" in env and not env.startswith("minatar:"):
+    factory = isinstance(env, str) and ":" in env and not is_env_object(env)
+    if factory and not env.startswith("minatar:"):
         found.append((env.partition(":")[0], f"env {env!r}"))
     env_config = data.get("env_config")
     if isinstance(env_config, dict) and env_config.get("import_module"):
@@ -210,13 +241,24 @@ def code_to_import(data: dict[str, Any]) -> list[str]:
     return [what for module, what in found if module.split(".")[0] != "shoal"]
 
 
+def env_object_needed(where: str | Path, description: str) -> str:
+    """What to do with a run or saved policy trained on an env object no file can hold."""
+    return (
+        f"{where} was trained on an env object ({description}), which its config cannot hold, "
+        "so the env must be passed again from Python: shoal.evaluate(path, env=my_env), "
+        "shoal.load(path, env=my_env) or shoal.train(resume=path, env=my_env), with my_env an "
+        "env instance or a function making one. The command line cannot do this; to use it, "
+        "train on a 'package.module:function' factory instead."
+    )
+
+
 def program(resolved: Resolved, run_dir: Path, spec: EnvSpec) -> Program:
     return Program(
         agent=resolved.agent,
         agent_config=resolved.agent_config,
         run=resolved.run,
         env_config=resolved.env_config,
-        env_source=resolve_env(resolved.env_id, resolved.env_config),
+        env_source=resolved.source,
         spec=spec,
         seed=resolved.seed,
         run_dir=run_dir,
@@ -224,4 +266,4 @@ def program(resolved: Resolved, run_dir: Path, spec: EnvSpec) -> Program:
 
 
 def spec_of(resolved: Resolved) -> EnvSpec:
-    return env_spec(resolved.env_id, resolved.env_config)
+    return spec_of_source(resolved.source)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -27,3 +27,15 @@ def assign(target: Tree, index: Any, value: Tree) -> None:
 
 def leaves(tree: Tree) -> list[Any]:
     return list(tree.values()) if isinstance(tree, dict) else [tree]
+
+
+def flatten_dict(tree: Mapping[str, Any], sep: str, prefix: str = "") -> list[tuple[str, Any]]:
+    """Nested mappings as `(joined key, leaf)` pairs: `{"a": {"b": 1}}` -> `[("a.b", 1)]`
+    for `sep="."`."""
+    out: list[tuple[str, Any]] = []
+    for key, value in tree.items():
+        if isinstance(value, Mapping):
+            out += flatten_dict(value, sep, f"{prefix}{key}{sep}")
+        else:
+            out.append((f"{prefix}{key}", value))
+    return out

@@ -86,6 +86,27 @@ def test_double_buffered_unrolls_equal_synchronous_ones(kind):
     assert split.drain_episodes() == whole.drain_episodes()
 
 
+@pytest.mark.parametrize("split", [False, True], ids=["one env", "split"])
+def test_a_stop_mid_unroll_drops_it_and_the_next_one_goes_on_from_the_env(split):
+    asked = []
+
+    def stop():  # the run's deadline passes before the 4th step of the first unroll
+        asked.append(True)
+        return len(asked) == 4
+
+    if split:
+        halves = [SendRecv(FACTORIES[:2], SPEC, seed=0), SendRecv(FACTORIES[2:], SPEC, seed=2)]
+        env = SplitVectorEnv(halves)
+    else:
+        env = InProcessVectorEnv(FACTORIES, SPEC, seed=0)
+    stopped = UnrollCollector(env, Acting(ObsPolicy(), SPEC), 6, stop)
+    assert stopped.collect() is None
+    reference = _collector(InProcessVectorEnv(FACTORIES, SPEC, seed=0), ObsPolicy(), 3)
+    reference.collect()  # the 3 steps taken before the stop
+    reference.length = 6
+    _assert_same(stopped.collect(), reference.collect())
+
+
 def test_split_env_steps_both_halves_for_callers_of_step():
     halves = [SendRecv(FACTORIES[:2], SPEC, seed=0), SendRecv(FACTORIES[2:], SPEC, seed=2)]
     split, whole = SplitVectorEnv(halves), InProcessVectorEnv(FACTORIES, SPEC, seed=0)

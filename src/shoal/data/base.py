@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -95,6 +96,19 @@ class Table(Protocol):
 
     def close(self) -> None:
         """Release every waiting caller; later calls return at once."""
+        ...
+
+    def snapshot_bytes(self) -> int | None:
+        """About the size in bytes of a snapshot of the table now; None for a table that keeps
+        none (the runtime then never asks it for one)."""
+        ...
+
+    def write_snapshot(self, path: Path) -> int:
+        """Write the table's contents to `path` atomically; returns the file's size."""
+        ...
+
+    def read_snapshot(self, path: Path) -> int:
+        """Restore what `write_snapshot` wrote into this new table; returns its items."""
         ...
 
 

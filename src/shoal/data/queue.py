@@ -14,6 +14,7 @@ the learner sees can be (the policy lag), and V-trace corrects for the rest.
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import numpy as np
 
@@ -94,3 +95,14 @@ class UnrollQueue:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
+
+    # No snapshots: an on-policy batch is stale once the learner restarts, and an off-policy
+    # queue holds a few unrolls that the actors make again in a moment.
+    def snapshot_bytes(self) -> None:
+        return None
+
+    def write_snapshot(self, path: Path) -> int:
+        raise NotImplementedError("an unroll queue keeps no snapshot")
+
+    def read_snapshot(self, path: Path) -> int:
+        raise NotImplementedError("an unroll queue keeps no snapshot")

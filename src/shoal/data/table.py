@@ -12,16 +12,23 @@ any number of items at once.
 
 Importance-sampling exponent β moves linearly from `beta` to `beta_end` with the run's progress
 (Schaul et al. 2016, section 3.4).
+
+A table writes itself to a snapshot file (`write_snapshot`: the replay with its frames once
+each, priorities and insert ids, the limiter's counters, the sampling generator) and a new
+table reads it back (`read_snapshot`), so a resumed run goes on with its replay and replay ratio.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
+from shoal.checkpoint import array_bytes, read_arrays, write_arrays
 from shoal.data.base import Adder, Batch, DataPath
 from shoal.replay.rate_limiter import RateLimiter
 
@@ -43,6 +50,10 @@ class Replay(Protocol):
 
     @property
     def priority_total(self) -> float: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None: ...
 
 
 class ReplayTable:
@@ -72,6 +83,9 @@ class ReplayTable:
         self._steps = 0  # env steps that made the items inserted
         self._last_beta = self.beta
         self._last_report = (time.perf_counter(), 0, 0)
+        # Held by every change to the replay and its counters, and by a snapshot, so a
+        # snapshot is one moment of the table even while actors and learner go on.
+        self._lock = threading.Lock()
 
     def insert(
         self,
@@ -89,8 +103,9 @@ class ReplayTable:
             size = min(self.chunk, count - start)
             if block and not self.limiter.await_can_insert(size):
                 return False  # closed: the run is ending
-            self.replay.add(part)
-            self.limiter.insert(size)
+            with self._lock:
+                self.replay.add(part)
+                self.limiter.insert(size)
         self._newest_version = max(self._newest_version, int(version))
         return True
 
@@ -103,14 +118,16 @@ class ReplayTable:
         if len(self.replay) == 0:  # items inserted, none complete yet (n-step, sequences)
             return None
         beta = self.beta + min(max(progress, 0.0), 1.0) * (self.beta_end - self.beta)
-        data = self.replay.sample(self.batch_size, beta, self.rng)
-        self.limiter.sample(self.batch_size)
+        with self._lock:
+            data = self.replay.sample(self.batch_size, beta, self.rng)
+            self.limiter.sample(self.batch_size)
         self._last_beta = beta
         return Batch(data, self._newest_version, key=data["indices"], steps=self._steps)
 
     def after_update(self, batch: Batch, priorities: np.ndarray | None, version: int) -> None:
         if priorities is not None:
-            self.replay.update_priorities(batch.key, priorities)
+            with self._lock:
+                self.replay.update_priorities(batch.key, priorities)
 
     def stats(self) -> dict[str, float]:
         inserted, sampled = self.limiter.snapshot()
@@ -146,6 +163,40 @@ class ReplayTable:
 
     def close(self) -> None:
         self.limiter.close()
+
+    def _state(self) -> dict[str, Any]:
+        # Not `_steps`: it counts the env steps inserted since this table was made, which the
+        # runtime adds to the steps the run had at its start (a resumed run's included).
+        return {
+            "replay": self.replay.state_dict(),
+            "limiter": self.limiter.state_dict(),
+            "newest_version": self._newest_version,
+            "rng": self.rng.bit_generator.state,
+        }
+
+    def snapshot_bytes(self) -> int:
+        """About the size of the snapshot `write_snapshot` would write now, in bytes."""
+        with self._lock:
+            return array_bytes(self._state())
+
+    def write_snapshot(self, path: Path) -> int:
+        """Write the table to `path` atomically (a temp file, then rename); returns its size in
+        bytes. Inserts, samples and priority updates wait until it is written."""
+        with self._lock:
+            return write_arrays(path, self._state())
+
+    def read_snapshot(self, path: Path) -> int:
+        """Restore what `write_snapshot` wrote into this new table; returns the items it holds.
+        A CheckpointError, ValueError or KeyError says why it cannot; the table is then as it
+        was."""
+        state = read_arrays(path)
+        counters, version = state["limiter"], int(state["newest_version"])
+        with self._lock:
+            self.rng.bit_generator.state = state["rng"]
+            self.replay.load_state_dict(state["replay"])  # checks everything, then restores
+            self.limiter.load_state_dict(counters)
+            self._newest_version = version
+        return len(self.replay)
 
 
 def replay_data_path(

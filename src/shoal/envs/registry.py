@@ -6,19 +6,28 @@ Ids:
 - Atari ids `ALE/Pong-v5` and `PongNoFrameskip-v4`, with the standard preprocessing
   (`shoal.envs.atari`), served by envpool when installed (backend "auto") or by ale-py;
 - `minatar:<game>` (`minatar:breakout`, ...);
-- `package.module:function`, a zero-argument function returning a `gymnasium.Env` or a
-  `dm_env.Environment` (adapted to Gymnasium).
+- `package.module:function`, a function returning a `gymnasium.Env` or a `dm_env.Environment`
+  (adapted to Gymnasium), called with no argument or, if it takes one, with the env copy's seed.
 
-Factories are `functools.partial`s of module-level functions, so they pickle for worker processes.
+Python callers may also pass an env object (`source_of`): a `gymnasium.Env` (each env copy is a
+`copy.deepcopy` of it), a function as above, or a Gymnasium vector env (its first env function,
+or its registered id, makes each copy). Such a run's config records a description in angle
+brackets (`<env object CartPole-v1>`), which `is_env_object` recognises, since no id rebuilds it.
+
+Factories are `functools.partial`s of module-level functions, so they pickle for worker processes
+(a user's function or env object is pickled with them, by Ray's cloudpickle on ray).
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import importlib
+import inspect
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import gymnasium as gym
 
@@ -39,10 +48,12 @@ class EnvSource:
     backend: str  # "gymnasium" | "ale-py" | "envpool" | "minatar" | "factory"
     factory: EnvFactory
     frames_per_step: int = 1
+    like: str | None = None  # an env object's registered id, whose presets apply to it
+    num_envs: int | None = None  # a vector env object's number of envs
 
 
-def _gymnasium_env(env_id: str) -> gym.Env:
-    return gym.make(env_id)
+def _gymnasium_env(env_id: str, **kwargs: Any) -> gym.Env:
+    return gym.make(env_id, **kwargs)
 
 
 def _atari_env(env_id: str, config: EnvConfig) -> gym.Env:
@@ -58,21 +69,75 @@ def _minatar_env(game: str, sticky_action_prob: float) -> gym.Env:
 
 
 def _factory_env(path: str) -> gym.Env:
-    env = _import_callable(path)()
-    if isinstance(env, gym.Env):
-        return env
+    return _built(_import_callable(path), repr(path))
+
+
+def _callable_env(make: Callable[..., Any]) -> gym.Env:
+    return _built(make, _callable_name(make))
+
+
+def _built(make: Callable[..., Any], what: str) -> gym.Env:
+    """The Gymnasium env `make` returns. A `make` that takes a seed is built again with each
+    seed `reset` is given, so every env copy of a vector env has its own seeded env (dm_env has
+    no other way to seed one)."""
+    seeded = _seeded(make)
+    if seeded is None:
+        return _as_gymnasium(make(), what)
+    first = seeded(0)
+    if _is_dm_env(first):
+        from shoal.envs.dm_env_adapter import DmEnvToGymnasium
+
+        return DmEnvToGymnasium(first, make_seeded=seeded)
+    return _Reseeded(lambda seed: _as_gymnasium(seeded(seed), what), _as_gymnasium(first, what))
+
+
+def _seeded(make: Callable[..., Any]) -> Callable[[int], Any] | None:
+    """`make` as a function of the seed if it takes one (a parameter named `seed`, or one
+    parameter it requires), else None."""
+    try:
+        params = inspect.signature(make).parameters
+    except (TypeError, ValueError):  # some builtins and C callables have no signature
+        return None
+    if "seed" in params:
+        return lambda seed: make(seed=seed)
+    variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    required = [p for p in params.values() if p.default is p.empty and p.kind not in variadic]
+    return make if len(required) == 1 else None
+
+
+def _is_dm_env(env: object) -> bool:
     try:
         import dm_env
     except ImportError:
-        dm_env = None
-    if dm_env is not None and isinstance(env, dm_env.Environment):
+        return False
+    return isinstance(env, dm_env.Environment)
+
+
+def _as_gymnasium(env: object, what: str) -> gym.Env:
+    if isinstance(env, gym.Env):
+        return env
+    if _is_dm_env(env):
         from shoal.envs.dm_env_adapter import DmEnvToGymnasium
 
         return DmEnvToGymnasium(env)
     raise EnvError(
-        f"The factory {path!r} returned a {type(env).__name__}; it must return a gymnasium.Env "
+        f"The factory {what} returned a {type(env).__name__}; it must return a gymnasium.Env "
         "or a dm_env.Environment."
     )
+
+
+class _Reseeded(gym.Wrapper):
+    """A Gymnasium env from a factory taking a seed, made again by a `reset` with another seed."""
+
+    def __init__(self, make: Callable[[int], gym.Env], env: gym.Env) -> None:
+        super().__init__(env)
+        self._make, self._seed = make, 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        if seed is not None and seed != self._seed:
+            self.env.close()
+            self.env, self._seed = self._make(seed), seed
+        return self.env.reset(seed=seed, options=options)
 
 
 def _import_callable(path: str) -> Callable[[], object]:
@@ -180,6 +245,87 @@ def resolve_env(env_id: str, config: EnvConfig | None = None) -> EnvSource:
     )
 
 
+def is_env_object(env_id: str) -> bool:
+    """Whether a recorded env id describes an env object (which must be passed again)."""
+    return env_id.startswith("<")
+
+
+def source_of(env: Any, config: EnvConfig | None = None) -> EnvSource:
+    """How to build `env`: an id or `module:function` string (`resolve_env`), a gymnasium.Env,
+    a function making one (or a dm_env.Environment), or a Gymnasium vector env."""
+    if isinstance(env, str):
+        return resolve_env(env, config)
+    if isinstance(env, gym.vector.VectorEnv):
+        return _vector_source(env)
+    if isinstance(env, gym.Env):
+        return _instance_source(env)
+    if _is_dm_env(env):
+        raise EnvError(
+            f"shoal cannot copy a dm_env environment ({type(env).__name__}) for its env copies. "
+            "Pass a function that makes one and takes a seed, e.g. "
+            "`lambda seed: Catch(seed=seed)`, or a 'package.module:function' string."
+        )
+    if callable(env):
+        name = _callable_name(env)
+        return EnvSource(
+            f"<callable {name}>", "object", "object", functools.partial(_callable_env, env)
+        )
+    raise EnvError(
+        f"env must be an environment id such as 'CartPole-v1', a 'package.module:function' "
+        f"factory, a gymnasium.Env, a function returning one, or a Gymnasium vector env; got "
+        f"{type(env).__name__} {env!r:.60}."
+    )
+
+
+def _callable_name(make: Callable[..., Any]) -> str:
+    name = getattr(make, "__name__", None) or type(make).__name__
+    return name.replace("<", "").replace(">", "")  # a lambda's, so descriptions nest cleanly
+
+
+def _registered_id(env: gym.Env | gym.vector.VectorEnv) -> str | None:
+    spec = getattr(env, "spec", None)
+    env_id = getattr(spec, "id", None)
+    return env_id if env_id in gym.envs.registry else None
+
+
+def _instance_source(env: gym.Env) -> EnvSource:
+    """Each env copy a deep copy of `env` (so the user's object is never stepped or closed)."""
+    try:
+        copy.deepcopy(env).close()
+    except Exception as err:
+        raise EnvError(
+            f"shoal makes its env copies as copies of the env object you pass, and "
+            f"{type(env.unwrapped).__name__} cannot be copied ({type(err).__name__}: {err}). "
+            "Pass a function that makes the env instead, e.g. `lambda: make_my_env()`, or a "
+            "'package.module:function' string."
+        ) from None
+    like = _registered_id(env)
+    name = like or type(env.unwrapped).__name__
+    factory = functools.partial(copy.deepcopy, env)
+    return EnvSource(f"<env object {name}>", "object", "object", factory, like=like)
+
+
+def _vector_source(env: gym.vector.VectorEnv) -> EnvSource:
+    """A Gymnasium vector env's first env function makes every copy (shoal steps its own
+    vector env); one made by a vector entry point (`gym.make_vec`) is made again by its id."""
+    like = _registered_id(env)
+    fns = getattr(env, "env_fns", None)
+    if fns:
+        factory = functools.partial(_callable_env, fns[0])
+    elif like is not None:
+        skip = ("num_envs", "vectorization_mode", "vector_kwargs")
+        kwargs = {k: v for k, v in env.spec.kwargs.items() if k not in skip}
+        factory = functools.partial(_gymnasium_env, like, **kwargs)
+    else:
+        raise EnvError(
+            f"shoal cannot tell how the envs of this {type(env).__name__} are made. Pass a "
+            "function that makes one env, with run={'num_envs': N}, or a SyncVectorEnv or "
+            "AsyncVectorEnv of such functions."
+        )
+    name = f"<vector env of {env.num_envs} {like or type(env).__name__}>"
+    return EnvSource(name, "object", "object", factory, like=like, num_envs=env.num_envs)
+
+
 def make_env_factory(env_id: str, config: EnvConfig | None = None) -> EnvFactory:
     """A picklable zero-argument function that builds one env for `env_id`."""
     return resolve_env(env_id, config).factory
@@ -187,23 +333,33 @@ def make_env_factory(env_id: str, config: EnvConfig | None = None) -> EnvFactory
 
 def make_env(env_id: str, config: EnvConfig | None = None) -> gym.Env:
     """Build one env for `env_id`, turning a failure inside its constructor into an EnvError."""
-    factory = make_env_factory(env_id, config)
+    return built(resolve_env(env_id, config))
+
+
+def built(source: EnvSource) -> gym.Env:
+    """One env of `source`, a failure inside its constructor turned into an EnvError."""
     try:
-        return factory()
+        return source.factory()
     except EnvError:
         raise
     except Exception as err:
         raise EnvError(
-            f"Making environment {env_id!r} failed: {type(err).__name__}: {err}"
+            f"Making environment {source.env_id!r} failed: {type(err).__name__}: {err}"
         ) from None
 
 
 def env_spec(env_id: str, config: EnvConfig | None = None) -> EnvSpec:
     """Spaces of `env_id`, read from one env that is then closed."""
-    source = resolve_env(env_id, config)
-    env = make_env(env_id, config)
+    return spec_of_source(resolve_env(env_id, config))
+
+
+def spec_of_source(source: EnvSource) -> EnvSpec:
+    """Spaces of `source`'s envs, read from one env that is then closed."""
+    env = built(source)
     try:
-        return EnvSpec(env_id, env.observation_space, env.action_space, source.frames_per_step)
+        return EnvSpec(
+            source.env_id, env.observation_space, env.action_space, source.frames_per_step
+        )
     finally:
         env.close()
 

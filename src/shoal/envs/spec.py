@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import torch
 
 from shoal.errors import EnvError
 
@@ -40,6 +42,25 @@ class EnvSpec:
     @classmethod
     def from_env(cls, env_id: str, env: gym.Env, frames_per_step: int = 1) -> EnvSpec:
         return cls(env_id, env.observation_space, env.action_space, frames_per_step)
+
+    def to_data(self) -> dict[str, Any]:
+        """The spec as tensors and plain values, which `torch.load(weights_only=True)` reads
+        back (a pickled space could not be: unpickling runs code)."""
+        return {
+            "env_id": self.env_id,
+            "observation_space": _space_data(self.observation_space),
+            "action_space": _space_data(self.action_space),
+            "frames_per_step": self.frames_per_step,
+        }
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> EnvSpec:
+        return cls(
+            data["env_id"],
+            _space_of(data["observation_space"]),
+            _space_of(data["action_space"]),
+            int(data["frames_per_step"]),
+        )
 
     @property
     def dict_obs(self) -> bool:
@@ -97,3 +118,25 @@ class EnvSpec:
     @property
     def action_dtype(self) -> np.dtype:
         return np.dtype(np.int64) if self.discrete else np.dtype(np.float32)
+
+
+def _space_data(space: gym.spaces.Space) -> dict[str, Any]:
+    if isinstance(space, gym.spaces.Dict):
+        return {"kind": "dict", "spaces": {k: _space_data(v) for k, v in space.spaces.items()}}
+    if isinstance(space, gym.spaces.Discrete):
+        return {"kind": "discrete", "n": int(space.n), "start": int(space.start)}
+    return {
+        "kind": "box",
+        "low": torch.from_numpy(np.array(space.low)),
+        "high": torch.from_numpy(np.array(space.high)),
+        "dtype": np.dtype(space.dtype).name,
+    }
+
+
+def _space_of(data: dict[str, Any]) -> gym.spaces.Space:
+    if data["kind"] == "dict":
+        return gym.spaces.Dict({k: _space_of(v) for k, v in data["spaces"].items()})
+    if data["kind"] == "discrete":
+        return gym.spaces.Discrete(data["n"], start=data["start"])
+    low, high = data["low"].numpy(), data["high"].numpy()
+    return gym.spaces.Box(low, high, low.shape, np.dtype(data["dtype"]))

@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from shoal.replay.prioritized import PrioritizedSampler
+from shoal.replay.snapshot import restore_rows, rows_used
 
 __all__ = ["TransitionReplay"]
 
@@ -91,6 +92,8 @@ class TransitionReplay:
         self._added = 0  # transitions ever added
         self._max_steps = 1
         self._streams: dict[int, tuple[int, bool]] = {}  # stream -> (newest row id, ended)
+        # After `load_state_dict`: the streams that have added since (see `_add`).
+        self._since_restore: set[int] | None = None
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -109,9 +112,51 @@ class TransitionReplay:
 
     def memory_bytes(self) -> int:
         """Bytes of numpy storage held: frames, per-row fields and the priority trees."""
-        arrays = [self._frames, self._action, self._reward, self._discount, self._steps]
-        arrays += [self._priority, self._prev, self._next, self._valid]
-        return sum(a.nbytes for a in arrays) + self._sampler.nbytes
+        return sum(a.nbytes for a in self._rows().values()) + self._sampler.nbytes
+
+    def _rows(self) -> dict[str, np.ndarray]:
+        """The per-row storage, by name."""
+        return {
+            "frames": self._frames,
+            "action": self._action,
+            "reward": self._reward,
+            "discount": self._discount,
+            "steps": self._steps,
+            "priority": self._priority,
+            "prev": self._prev,
+            "next": self._next,
+            "valid": self._valid,
+        }
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything the replay holds: the rows in use (each frame once; views, so writers
+        must wait while they are read), the priority trees, each stream's newest row and the
+        counters. `load_state_dict` restores it."""
+        used = min(self._written, self.capacity)
+        streams = [(s, row, ended) for s, (row, ended) in self._streams.items()]
+        return {
+            "capacity": self.capacity,
+            "written": self._written,
+            "added": self._added,
+            "max_steps": self._max_steps,
+            "rows": {name: array[:used] for name, array in self._rows().items()},
+            "streams": np.array(streams, np.int64).reshape(-1, 3),
+            "sampler": self._sampler.state_dict(used),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore a `state_dict` into this new replay of the same capacity and shapes; a
+        ValueError says what does not fit, and then nothing has changed."""
+        with self._lock:
+            used = rows_used(state, self.capacity, self._written)
+            copy_rows = restore_rows(self._rows(), state["rows"], used)
+            streams = np.asarray(state["streams"], np.int64).reshape(-1, 3)
+            self._sampler.load_state_dict(state["sampler"], used)
+            copy_rows()
+            self._streams = {int(s): (int(row), bool(end)) for s, row, end in streams}
+            self._written, self._added = int(state["written"]), int(state["added"])
+            self._max_steps = int(state["max_steps"])
+            self._since_restore = set()
 
     def add(self, batch: Mapping[str, np.ndarray]) -> None:
         """Add `N` transitions, each field `[N, ...]`: `obs`, `next_obs` `[N, *obs_shape]`,
@@ -209,9 +254,16 @@ class TransitionReplay:
         for s in np.unique(stream).tolist():
             r = np.flatnonzero(stream == s)
             old, ended = self._streams.get(s, (-1, True))
+            if self._since_restore is not None and s not in self._since_restore:
+                # A stream's first add since a restore goes on from steps this replay never
+                # saw (a restarted shard's actors kept acting; a resumed run's actors start
+                # afresh): it starts a new chain, padded like an episode start, rather than
+                # link back across the gap or be refused for not being flagged first.
+                self._since_restore.add(s)
+                old, ended = -1, False
             prev[r], pred_final[r] = np.r_[old, ids[r[:-1]]], np.r_[ended, is_final[r[:-1]]]
             nxt[r[:-1]] = np.where(first[r[1:]], -1, ids[r[1:]])  # no link into a new episode
-            if not (first[r[0]] or ended):
+            if not (first[r[0]] or ended) and old >= 0:
                 earlier.append((old, int(ids[r[0]])))
             newest[s] = (int(ids[r[-1]]), bool(is_final[r[-1]]))
         if (bad := np.flatnonzero(~first & pred_final)).size:

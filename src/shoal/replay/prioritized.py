@@ -20,7 +20,9 @@ Decisions:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -84,6 +86,25 @@ class PrioritizedSampler:
     @property
     def nbytes(self) -> int:
         return self._sum.nbytes + self._min.nbytes
+
+    def state_dict(self, used: int) -> dict[str, Any]:
+        """The priorities `p^α` of slots `[0, used)` in both trees (views; the slots after them
+        are empty) and the largest priority so far."""
+        sums, mins = self._sum.leaves[:used], self._min.leaves[:used]
+        return {"sum": sums, "min": mins, "max_priority": self._max_priority}
+
+    def load_state_dict(self, state: Mapping[str, Any], used: int) -> None:
+        """Priorities as `state_dict(used)` gave them, into a sampler with none set yet. The
+        trees' inner nodes are recomputed from the leaves, so they equal the saved ones."""
+        sums, mins = (np.asarray(state[key], np.float64) for key in ("sum", "min"))
+        if sums.shape != (used,) or mins.shape != (used,):
+            raise ValueError(
+                f"the snapshot holds {sums.shape} and {mins.shape} priorities for {used} rows"
+            )
+        slots = np.arange(used)
+        self._sum.update(slots, sums)
+        self._min.update(slots, mins)
+        self._max_priority = float(state["max_priority"])
 
     def insert(self, indices: np.ndarray, priorities: np.ndarray | None = None) -> None:
         """Activate slots `indices [K]` with `priorities [K]` (`|δ|` values, e.g. from Ape-X

@@ -29,6 +29,7 @@ deadlocking. `close()` wakes every waiter and makes all waits return False.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 
 from shoal.errors import ConfigError
 
@@ -150,6 +151,18 @@ class RateLimiter:
         """Record that `n` items were sampled."""
         with self._cond:
             self._samples += int(n)
+            self._cond.notify_all()
+
+    def state_dict(self) -> dict[str, int]:
+        """The counters, for a replay snapshot."""
+        with self._cond:
+            return {"inserts": self._inserts, "samples": self._samples}
+
+    def load_state_dict(self, state: Mapping[str, int]) -> None:
+        """Continue from the counters of a restored replay, so the replay ratio goes on as if
+        the run had not stopped (and learning does not wait to refill `min_size_to_sample`)."""
+        with self._cond:
+            self._inserts, self._samples = int(state["inserts"]), int(state["samples"])
             self._cond.notify_all()
 
     def close(self) -> None:

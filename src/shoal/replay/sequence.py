@@ -45,12 +45,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from shoal.replay.frames import Padding, pack_stacks, unpack_stacks
 from shoal.replay.prioritized import PrioritizedSampler
+from shoal.replay.snapshot import restore_rows, rows_used
 
 __all__ = ["SequenceReplay", "sequence_fields"]
 
@@ -166,6 +168,31 @@ class SequenceReplay:
     def memory_bytes(self) -> int:
         """Bytes of numpy storage held: the sequences, their ids and the priority trees."""
         return sum(a.nbytes for a in self._store.values()) + self._ids.nbytes + self._sampler.nbytes
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything the replay holds: the sequences in use (stacked frames once each; views,
+        so writers must wait while they are read), their insert ids, the priority trees and
+        the count. `load_state_dict` restores it."""
+        used = min(self._written, self.capacity)
+        return {
+            "capacity": self.capacity,
+            "written": self._written,
+            "ids": self._ids[:used],
+            "fields": {name: store[:used] for name, store in self._store.items()},
+            "sampler": self._sampler.state_dict(used),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore a `state_dict` into this new replay of the same capacity and fields; a
+        ValueError says what does not fit, and then nothing has changed."""
+        with self._lock:
+            used = rows_used(state, self.capacity, self._written)
+            copies = [restore_rows({"ids": self._ids}, {"ids": state["ids"]}, used)]
+            copies.append(restore_rows(self._store, state.get("fields", {}), used))
+            self._sampler.load_state_dict(state["sampler"], used)
+            for copy in copies:
+                copy()
+            self._written = int(state["written"])
 
     def add(self, batch: Mapping[str, np.ndarray]) -> None:
         """Add `M` sequences: each field `[M, *shape]`, optionally `priority [M]` (the actor's

@@ -7,6 +7,7 @@ data path (the adder that makes items, the table that decides when an insert may
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -38,15 +39,22 @@ class WeightsSource(Protocol):
 
 
 def build_acting(
-    program: Program, net: Any, seed: int, actor: int, policy_state: dict | None = None
+    program: Program,
+    net: Any,
+    seed: int,
+    actor: int,
+    policy_state: dict | None = None,
+    run_steps: int = 0,
 ) -> Acting:
     """Actor `actor`'s policy on `net` with its rows' store (slots `actor * E + j`), continuing
-    from the run's checkpointed `policy_state` (see `Policy.state_dict`) if given."""
+    from the run's checkpointed `policy_state` (see `Policy.state_dict`) if given, and from the
+    `run_steps` env steps the run took before (each row's share counts as its own)."""
     agent, layout = program.agent, program.layout
     policy = agent.make_policy(program.spec, program.agent_config, net, seed, layout)
     if policy_state:
         policy.load_state_dict(policy_state)
-    return Acting(policy, program.spec, "train", slot_offset=actor * layout.envs_per_actor)
+    offset, start = actor * layout.envs_per_actor, run_steps // layout.total_envs
+    return Acting(policy, program.spec, "train", slot_offset=offset, start_steps=start)
 
 
 class Actor:
@@ -63,12 +71,15 @@ class Actor:
         self.acting = collector.acting
 
     def run_unroll(self, block: bool = True) -> ActorStats | None:
-        """One unroll; None if the table closed while it waited to insert (the run ended)."""
+        """One unroll; None if the run stopped during it (the collector's `stop`) or the table
+        closed while it waited to insert: the run is ending."""
         if self.weights is not None:
             published = self.weights.take(self.acting.version)
             if published is not None:
                 self.acting.load_weights(published[1], published[0])
         unroll = self.collector.collect()
+        if unroll is None:
+            return None
         items = self.adder.add(unroll)
         steps = unroll.length * unroll.batch_size
         version = unroll.behaviour_version
@@ -91,19 +102,23 @@ def build_actor(
     weights: WeightsSource | None = None,
     net: Any = None,
     policy_state: dict | None = None,
+    stop: Callable[[], bool] | None = None,
+    run_steps: int = 0,
 ) -> Actor:
     """Actor `index`: its envs (env j seeded `seed + j`), policy, adder and table.
 
     `net` shares a network with the learner (inline, in turn); otherwise the actor builds its
-    own and takes weights from `weights`. `policy_state`: the run's checkpointed policies'.
+    own and takes weights from `weights`. `policy_state`: the run's checkpointed policies';
+    `run_steps`: the env steps the run took before (see `build_acting`).
+    `stop`: the run's stop conditions, which end an unroll early (see `UnrollCollector`).
     """
     agent, config = program.agent, program.agent_config
     if net is None:
         net = agent.make_networks(program.spec, config)
-    acting = build_acting(program, net, seed, index, policy_state)
+    acting = build_acting(program, net, seed, index, policy_state, run_steps)
     env = make_vector_env(
         program.env_source, program.spec, program.env_config, program.run.num_envs, seed
     )
     data_path = program.data_path()
-    collector = UnrollCollector(env, acting, data_path.unroll_length)
+    collector = UnrollCollector(env, acting, data_path.unroll_length, stop)
     return Actor(collector, data_path.make_adder(acting.policy, index), table, weights)

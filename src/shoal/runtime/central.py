@@ -113,13 +113,16 @@ class CentralActing:
         tables: Sequence[Table],
         weights: Any,
         policy_state: dict | None = None,
+        run_steps: int = 0,
     ) -> None:
         agent, config, run = program.agent, program.agent_config, program.run
         layout, data_path = program.layout, program.data_path()
         policy = agent.make_policy(program.spec, config, net, program.seed, layout)
         if policy_state:  # a resumed run's checkpointed policy state (`Policy.state_dict`)
             policy.load_state_dict(policy_state)
-        self.acting = Acting(policy, program.spec, "train")
+        # A resumed run's rows go on from their share of its steps (see `build_acting`).
+        start = run_steps // layout.total_envs
+        self.acting = Acting(policy, program.spec, "train", start_steps=start)
         self.actors = [
             _Actor(i, run.num_envs, program.spec, data_path.unroll_length, adder)
             for i, adder in enumerate(data_path.make_adder(policy, i) for i in range(run.actors))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from shoal.data import Unroll
@@ -63,22 +65,36 @@ class _Steps:
 
 
 class UnrollCollector:
-    """Collects `[T, E]` unrolls from one vector env, carrying the last observation over."""
+    """Collects `[T, E]` unrolls from one vector env, carrying the last observation over.
 
-    def __init__(self, env: VectorEnv, acting: Acting, length: int) -> None:
+    `stop` (the run's stop conditions, e.g. `--max-time`) is asked before every step, so a
+    long unroll does not outlast the run: the unroll is then dropped and `collect` returns None.
+    """
+
+    def __init__(
+        self,
+        env: VectorEnv,
+        acting: Acting,
+        length: int,
+        stop: Callable[[], bool] | None = None,
+    ) -> None:
         self.env, self.acting, self.length = env, acting, length
+        self.stop = stop or (lambda: False)
         self.obs = env.reset()
         self.finished_returns: list[float] = []
         self.finished_lengths: list[int] = []
 
-    def collect(self) -> Unroll:
-        """T steps of every env. Episode statistics accumulate in `finished_*` until drained."""
+    def collect(self) -> Unroll | None:
+        """T steps of every env, or None if `stop` said so first. Episode statistics
+        accumulate in `finished_*` until drained."""
         if isinstance(self.env, SplitVectorEnv):
             return self._collect_double_buffered(self.env)
         env, acting = self.env, self.acting
         steps = _Steps(env, self.length)
         version = acting.version
         for t in range(self.length):
+            if self.stop():
+                return None
             assign(steps.obs, t, self.obs)
             env_actions, actions, record = acting.act(self.obs)
             step = env.step(env_actions)
@@ -91,7 +107,7 @@ class UnrollCollector:
         assign(steps.obs, self.length, self.obs)
         return steps.unroll(env.spec, version, acting.slot_offset)
 
-    def _collect_double_buffered(self, env: SplitVectorEnv) -> Unroll:
+    def _collect_double_buffered(self, env: SplitVectorEnv) -> Unroll | None:
         """`collect` for a split env: each half steps while the policy acts on the other.
 
         Rows are independent in `Acting`, so the policy sees each half as a batch of its rows.
@@ -109,6 +125,11 @@ class UnrollCollector:
             self.obs[part] = step.obs
 
         for t in range(length):
+            if self.stop():
+                if t > 0:  # receive the steps in flight: the env stays in step with self.obs
+                    for half in range(len(env.halves)):
+                        record(t - 1, half)
+                return None
             for half, part in enumerate(env.slices):
                 if t > 0:
                     record(t - 1, half)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from shoal.config import param
+from shoal.telemetry.trackers import DEFAULT_LOGGERS, LoggerName
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,15 +70,45 @@ class RunConfig:
         50_000, "Agent steps between checkpoints (one is also written at the end)."
     )
     keep_checkpoints: int = param(3, "How many of the newest checkpoints to keep.")
+    checkpoint_replay: bool = param(
+        True,
+        "Replay agents: write the replay (frames once, priorities, counters) with each "
+        "checkpoint, so --resume goes on with it; the newest checkpoint keeps its snapshot.",
+    )
+    replay_snapshot_budget: float = param(
+        10.0,
+        "Largest replay snapshot written, in GB over all shards (a 1M-transition Atari replay "
+        "takes about 7); a bigger replay is not snapshotted, which the log says once.",
+    )
     eval_episodes: int = param(
         10, "Episodes of the deterministic evaluation at the end (0 skips it)."
+    )
+    video_every: int | None = param(
+        None,
+        "Record one greedy evaluation episode each time the run passes a multiple of this "
+        "many agent steps, into RUN_DIR/videos/ and TensorBoard.",
     )
     return_window: int = param(20, "Episodes in the running mean return that is logged.")
     torch_threads: int = param(1, "torch intra-op threads; small networks are fastest with 1.")
     runs_dir: str = param("runs", "Folder that holds run directories.")
     run_name: str | None = param(None, "Run directory name (default: <algo>-<env>-<timestamp>).")
     progress: bool = param(True, "Show a progress bar on the console.")
-    tensorboard: bool = param(True, "Write TensorBoard event files.")
+    tensorboard: bool = param(
+        True, "Write TensorBoard event files (false: as if left out of logger)."
+    )
+    logger: tuple[LoggerName, ...] = param(
+        DEFAULT_LOGGERS,
+        "Where metrics rows go, comma-separated: tensorboard, jsonl (metrics.jsonl, read by "
+        "shoal plot and report), csv (metrics.csv), wandb, mlflow.",
+    )
+
+    @property
+    def loggers(self) -> tuple[str, ...]:
+        """The trackers the run writes to: `logger`, without TensorBoard if `tensorboard` is
+        false (the older flag)."""
+        return tuple(
+            n for n in dict.fromkeys(self.logger) if self.tensorboard or n != "tensorboard"
+        )
 
     def __post_init__(self) -> None:
         for name in (
@@ -106,6 +137,16 @@ class RunConfig:
             raise ValueError(f"inference_timeout_ms must be >= 0, got {self.inference_timeout_ms}.")
         if self.eval_episodes < 0:
             raise ValueError(f"eval_episodes must be >= 0, got {self.eval_episodes}.")
+        if self.video_every is not None and self.video_every <= 0:
+            raise ValueError(
+                f"video_every must be > 0 agent steps (leave it out for no videos), got "
+                f"{self.video_every}."
+            )
+        if self.replay_snapshot_budget < 0:
+            raise ValueError(
+                f"replay_snapshot_budget must be >= 0 GB (0 writes no replay snapshot), got "
+                f"{self.replay_snapshot_budget}."
+            )
         if self.max_time is not None and self.max_time <= 0:
             raise ValueError(f"max_time must be > 0 seconds, got {self.max_time}.")
         if self.run_name is not None:

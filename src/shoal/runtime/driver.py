@@ -21,6 +21,8 @@ from shoal.runtime.actor import ActorStats
 from shoal.runtime.counter import Counter
 from shoal.runtime.learning import ADVICE, non_finite
 from shoal.runtime.program import Program
+from shoal.runtime.recording import TrainingVideos
+from shoal.runtime.snapshots import ReplaySnapshots, Tables
 from shoal.telemetry import Console, MetricsWriter
 
 # Only these fields of a metrics row depend on the clock; everything else is reproducible.
@@ -47,8 +49,15 @@ class Driver:
             counter.recent_returns.extend(resume["recent_returns"])
             counter.recent_lengths.extend(resume["recent_lengths"])
             self.counts.update(resume.get("counts", {}))
+        # --video-every: an env that cannot render stops the run here, before it trains.
+        self.videos = (
+            TrainingVideos(program, lambda line: self.console.print(line))
+            if run.video_every
+            else None
+        )
+        self._next_video = _next_multiple(self.counter.env_steps, run.video_every or 1)
         # From the step resumed (0 for a run restarted without a checkpoint), not appended to.
-        self.writer = MetricsWriter(program.run_dir, run.tensorboard, self.counter.env_steps)
+        self.writer = MetricsWriter(program.run_dir, run.loggers, self.counter.env_steps)
         self.console = Console(
             run.total_steps, self.counter.env_steps, run.progress, program.run_dir.name
         )
@@ -57,6 +66,7 @@ class Driver:
         self._last_log = (time.time(), self.counter.env_steps)
         self._stop_requested = False
         self._previous_handler: Any = None
+        self.replay: ReplaySnapshots | None = None  # the launcher's tables, once attached
 
     @property
     def env_seed(self) -> int:
@@ -68,6 +78,12 @@ class Driver:
         if self.resume is not None:
             learner.load_state_dict(self.resume["learner"])
             torch.set_rng_state(self.resume["torch_rng"])
+
+    def attach_replay(self, tables: Tables) -> None:
+        """Snapshot `tables` with every checkpoint, once the snapshot of the checkpoint being
+        resumed is restored into them (call before any actor inserts)."""
+        self.replay = ReplaySnapshots(tables, self.program.run, self.console.print)
+        self.replay.restore(self.resume, self.program.checkpoint_dir)
 
     def add_experience(self, stats: ActorStats | None) -> None:
         """Count what one unroll of an actor added (None: nothing, the run is ending)."""
@@ -102,6 +118,9 @@ class Driver:
         if counter.env_steps >= self._next_checkpoint:
             self.checkpoint(learner_state())
             self._next_checkpoint = _next_multiple(counter.env_steps, run.checkpoint_interval)
+        if self.videos is not None and counter.env_steps >= self._next_video:
+            self.videos.record(counter.env_steps, learner_state(), self.policy_state)
+            self._next_video = _next_multiple(counter.env_steps, run.video_every or 1)
 
     def should_stop(self) -> bool:
         return self._stop_requested or self.counter.stop_reason() is not None
@@ -135,7 +154,11 @@ class Driver:
         }
         run = self.program.run
         save_checkpoint(
-            self.program.checkpoint_dir, counter.env_steps, payload, run.keep_checkpoints
+            self.program.checkpoint_dir,
+            counter.env_steps,
+            payload,
+            run.keep_checkpoints,
+            self.replay.save if self.replay is not None else None,
         )
 
     def _row(self, metrics: dict[str, float], policy_lag: float, rate: float) -> dict[str, Any]:
@@ -170,7 +193,9 @@ class Driver:
         if self._previous_handler is not None:
             signal.signal(signal.SIGINT, self._previous_handler)
         self.console.close()
-        self.writer.close()
+        self.writer.close(ok=exc[0] is None)
+        if self.videos is not None:
+            self.videos.close()
         if self._stop_requested:
             self.console.print(
                 f"interrupted at {self.counter.env_steps} steps; a checkpoint was written."

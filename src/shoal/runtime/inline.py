@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 import torch
 
+from shoal.data import Table
 from shoal.envs.registry import make_vector_env
 from shoal.runtime.actor import Actor, ActorStats, build_actor
 from shoal.runtime.central import CentralActing, EnvLoop
@@ -31,6 +32,7 @@ from shoal.runtime.counter import Counter
 from shoal.runtime.driver import TIMING_KEYS, Driver
 from shoal.runtime.learning import LearnerLoop, WeightsBoard, build_learner
 from shoal.runtime.program import Program
+from shoal.runtime.snapshots import LocalTables
 
 __all__ = ["TIMING_KEYS", "run_inline"]
 
@@ -60,7 +62,7 @@ def _in_turn(driver: Driver, program: Program) -> None:
     net = agent.make_networks(program.spec, config).to(device)
     learner = agent.make_learner(program.spec, config, net)
     driver.restore(learner)
-    table = program.data_path().make_table(1, program.seed)
+    table = _table(driver, program)
     shared = device.type == "cpu"
     board = None if shared else WeightsBoard()
     loop = LearnerLoop(learner, table, board, progress=_progress(driver))
@@ -72,6 +74,8 @@ def _in_turn(driver: Driver, program: Program) -> None:
         weights=board,
         net=net if shared else None,
         policy_state=driver.policy_state,
+        stop=driver.should_stop,
+        run_steps=driver.counter.env_steps,
     )
     try:
         while not driver.should_stop():
@@ -84,6 +88,13 @@ def _in_turn(driver: Driver, program: Program) -> None:
         driver.checkpoint(loop.state_dict())
     finally:
         actor.close()
+
+
+def _table(driver: Driver, program: Program) -> Table:
+    """The run's one table, holding the replay snapshot of the checkpoint being resumed."""
+    table = program.data_path().make_table(1, program.seed)
+    driver.attach_replay(LocalTables([table]))
+    return table
 
 
 def _progress(driver: Driver) -> Callable[[int], float]:
@@ -140,11 +151,18 @@ def _overlapped(driver: Driver, program: Program) -> None:
     """An actor thread with its own network; the learner in this thread."""
     learner = build_learner(program, program.learner_device())
     driver.restore(learner)
-    table = program.data_path().make_table(1, program.seed)
+    table = _table(driver, program)
     board = WeightsBoard()
     loop = LearnerLoop(learner, table, board, progress=_progress(driver))
     actor = build_actor(
-        program, 0, driver.env_seed, table, weights=board, policy_state=driver.policy_state
+        program,
+        0,
+        driver.env_seed,
+        table,
+        weights=board,
+        policy_state=driver.policy_state,
+        stop=driver.should_stop,
+        run_steps=driver.counter.env_steps,
     )
     thread = _ActorThread(actor)
     thread.start()
@@ -163,10 +181,10 @@ def _central(driver: Driver, program: Program) -> None:
     device = program.learner_device()
     learner = build_learner(program, device)
     driver.restore(learner)
-    table = program.data_path().make_table(1, program.seed)
+    table = _table(driver, program)
     board = WeightsBoard()
     net = program.agent.make_networks(program.spec, program.agent_config).to(device)
-    hub = CentralActing(program, net, [table], board, driver.policy_state)
+    hub = CentralActing(program, net, [table], board, driver.policy_state, driver.counter.env_steps)
     loop = LearnerLoop(learner, table, board, (hub.metrics,), _progress(driver))
     envs = [
         make_vector_env(

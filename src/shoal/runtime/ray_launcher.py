@@ -4,13 +4,19 @@ It only decides placement; the parts are those of every launcher (`shoal.runtime
 The driver (this process) keeps each actor busy with `max_inflight` unroll requests (or, with
 central inference, each env-only actor's loop running), keeps one learn call of the learner in
 flight, and counts, logs and checkpoints what they report. Acting and learning wait for each
-other only through the data path's tables, exactly as inline. Actors restart after a crash
-(`max_restarts=-1`); their failed requests are counted and sent again, and the learner never
-waits on a dead actor (an on-policy batch waits for the restarted actor's unroll instead).
+other only through the data path's tables, exactly as inline. Actors and replay shards restart
+after a crash (`max_restarts=-1`): an actor's failed requests are sent again, and the learner
+never waits on a dead actor (an on-policy batch waits for the restarted actor's unroll instead);
+a shard comes back with its part of the newest checkpoint's replay snapshot while inserts into
+it are sent again and the learner samples the others. Each restart is counted once
+(`actor_restarts`, `replay_restarts`), when a ping answers from a new process; a shard's also
+says in one line, and in `replay_items_lost`, what it lost. A dead learner ends the run with a
+message naming the checkpoint `--resume` goes on from.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import uuid
@@ -19,21 +25,24 @@ from typing import Any
 import numpy as np
 import torch
 
+from shoal.checkpoint import list_checkpoints
 from shoal.config import write_atomically
 from shoal.errors import ShoalError
 from shoal.runtime.config import parse_resources
 from shoal.runtime.counter import Counter
 from shoal.runtime.driver import Driver
 from shoal.runtime.program import Program
+from shoal.runtime.ray_connect import connect, start_local
 from shoal.runtime.ray_processes import (
     ActorProcess,
     EnvActorProcess,
     LearnerProcess,
 )
-from shoal.runtime.tables import TableProcess
+from shoal.runtime.tables import RemoteShards, TableProcess, died
 
 PLACEMENT_TIMEOUT_S = 120.0
 WAIT_S = 1.0  # the driver looks at the stop conditions at least this often
+WATCH_S = 2.0  # a replay shard's watch call returns this often, with what the shard holds
 
 
 def run_ray(program: Program, resume: dict[str, Any] | None = None) -> Counter:
@@ -45,26 +54,22 @@ def run_ray(program: Program, resume: dict[str, Any] | None = None) -> Counter:
     started_here = not ray.is_initialized()
     if started_here:
         if run.address:
-            ray.init(address=run.address, logging_level="ERROR", log_to_driver=False)
+            connect(run.address)
         else:
             # A local Ray counts logical CPUs: ask for at least what the roles reserve.
-            # address="local" starts a new instance even if another Ray runs on this machine.
             wanted = run.learner_cpus + run.actors * run.actor_cpus
             if sharded:
                 wanted += run.replay_shards * run.replay_cpus
-            ray.init(
-                address="local",
-                num_cpus=max(os.cpu_count() or 1, int(np.ceil(wanted))),
-                include_dashboard=False,
-                logging_level="ERROR",
-                log_to_driver=False,
-            )
+            start_local(num_cpus=max(os.cpu_count() or 1, int(np.ceil(wanted))))
     handles: list[Any] = []
     prefix = f"shoal-{uuid.uuid4().hex[:12]}"  # actors find each other by these names
     try:
         with Driver(program, resume) as driver:
             shards = _start_shards(ray, program, prefix) if sharded else []
             handles += shards
+            if shards:  # the resumed replay is restored before any actor can insert
+                _wait_placed(ray, shards)
+                driver.attach_replay(RemoteShards(shards))
             central = run.inference == "central"
             learner = (
                 ray.remote(LearnerProcess)
@@ -90,9 +95,11 @@ def run_ray(program: Program, resume: dict[str, Any] | None = None) -> Counter:
             actors = _start_actors(ray, program, driver, prefix, len(shards), central)
             handles += actors
             _wait_placed(ray, [*actors, learner, *shards])
-            placement = _record_placement(ray, program, learner, actors, shards)
-            _Loop(ray, driver, learner, actors, central, placement).run()
-            driver.checkpoint(ray.get(learner.state_dict.remote()))
+            roles = _roles(learner, actors, shards)
+            placement = _record_placement(ray, program, roles)
+            loop = _Loop(ray, driver, roles, central, placement)
+            loop.run()
+            driver.checkpoint(loop.learner_state())
     finally:
         for handle in handles:
             ray.kill(handle)
@@ -105,15 +112,20 @@ def _start_shards(ray: Any, program: Program, prefix: str) -> list:
     """The data path's table shards as Ray actors, placed by the replay_* settings."""
     run = program.run
     options = {
-        "max_concurrency": run.actors + 4,  # inserts that wait beside the learner's samples
+        # Inserts that wait beside the learner's samples, and the driver's watch.
+        "max_concurrency": run.actors + 5,
         "num_cpus": run.replay_cpus,
         "memory": None if run.replay_memory_mb is None else run.replay_memory_mb * 2**20,
         "resources": parse_resources(run.replay_resources, "--replay-resources"),
+        # A dead shard comes back with the newest checkpoint's snapshot (`TableProcess`); its
+        # calls in flight fail rather than run twice.
+        "max_restarts": -1,
+        "max_task_retries": 0,
     }
     return [
         ray.remote(TableProcess)
         .options(name=f"{prefix}-replay{i}", **options)
-        .remote(program, run.replay_shards, i)
+        .remote(program, run.replay_shards, i, str(program.checkpoint_dir.resolve()))
         for i in range(run.replay_shards)
     ]
 
@@ -138,16 +150,31 @@ def _start_actors(
             table = f"{prefix}-replay{i % shards}" if shards else f"{prefix}-learner"
             actors.append(
                 actor_class.remote(
-                    program, i, seed, table, f"{prefix}-learner", driver.policy_state
+                    program,
+                    i,
+                    seed,
+                    table,
+                    f"{prefix}-learner",
+                    driver.policy_state,
+                    driver.counter.env_steps,
                 )
             )
     return actors
 
 
-def _record_placement(ray: Any, program: Program, learner: Any, actors: list, shards: list) -> dict:
-    """Write where each role runs (process id, Ray node) to the run directory; return it."""
+def _roles(learner: Any, actors: list, shards: list) -> dict[str, Any]:
+    """Each role's handle by its name in ray_actors.json: learner, actorI, replayI."""
     roles = {"learner": learner, **{f"actor{i}": a for i, a in enumerate(actors)}}
-    roles |= {f"replay{i}": shard for i, shard in enumerate(shards)}
+    return roles | {f"replay{i}": shard for i, shard in enumerate(shards)}
+
+
+def _kind(role: str) -> str:
+    """'actor' for actor3, 'replay' for replay1: what its restarts are counted as."""
+    return role.rstrip("0123456789")
+
+
+def _record_placement(ray: Any, program: Program, roles: dict[str, Any]) -> dict:
+    """Write where each role runs (process id, Ray node) to the run directory; return it."""
     where = ray.get([handle.where.remote() for handle in roles.values()])
     placement = {
         role: {"pid": pid, "node_id": node} for role, (pid, node) in zip(roles, where, strict=True)
@@ -176,32 +203,34 @@ def _wait_placed(ray: Any, handles: list) -> None:
 
 
 class _Loop:
-    """The driver's side: keep actors and the learner busy, count what they report."""
+    """The driver's side: keep actors and the learner busy, count what they report, and see
+    restarted actors and replay shards back in."""
 
     def __init__(
-        self,
-        ray: Any,
-        driver: Driver,
-        learner: Any,
-        actors: list,
-        central: bool,
-        placement: dict,
+        self, ray: Any, driver: Driver, roles: dict[str, Any], central: bool, placement: dict
     ):
-        self.ray, self.driver, self.learner, self.actors = ray, driver, learner, actors
-        self.central = central
+        self.ray, self.driver, self.roles, self.central = ray, driver, roles, central
+        self.learner = roles["learner"]
+        self.actors = [handle for role, handle in roles.items() if _kind(role) == "actor"]
+        self.shards = [handle for role, handle in roles.items() if _kind(role) == "replay"]
         self.placement = placement  # ray_actors.json's roles, kept current after restarts
-        # Actors with a failed call whose process has not answered a ping (`where`) since. Every
+        # Roles with a failed call whose process has not answered a ping (`where`) since. Every
         # call in flight to a dead process fails, some after the new process is up: a restart is
-        # counted when a ping answers from a process id not seen before for that actor.
-        self.down: set[int] = set()
-        self.pings: dict[Any, int] = {}
-        self.died = (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError)
+        # counted when a ping answers from a process id not seen before for that role.
+        self.down: set[str] = set()
+        self.pings: dict[Any, str] = {}
+        self.died = died(ray)
         self.calls: dict[Any, int] = {}  # in-flight actor call -> actor index
+        self.watches: dict[Any, int] = {}  # each live shard's watch call -> shard index
+        self.held = [(0, 0)] * len(self.shards)  # each shard's (inserted, held), last heard
 
     def request(self, actor: int) -> None:
         handle = self.actors[actor]
         call = handle.run.remote(self.learner) if self.central else handle.collect.remote()
         self.calls[call] = actor
+
+    def watch(self, shard: int) -> None:
+        self.watches[self.shards[shard].watch.remote(WATCH_S)] = shard
 
     def run(self) -> None:
         ray, driver = self.ray, self.driver
@@ -209,48 +238,127 @@ class _Loop:
         for actor in range(len(self.actors)):
             for _ in range(per_actor):
                 self.request(actor)
+        for shard in range(len(self.shards)):
+            self.watch(shard)
         learning = self.learner.learn.remote(driver.counter.time_progress())
         while not driver.should_stop():
-            waiting = [learning, *self.calls, *self.pings]
+            waiting = [learning, *self.calls, *self.pings, *self.watches]
             ready, _ = ray.wait(waiting, num_returns=1, timeout=WAIT_S)
             for ref in ready:
                 if ref == learning:
-                    self.learned(ray.get(ref))
+                    self.learned(self.from_learner(ref))
                     learning = self.learner.learn.remote(driver.counter.time_progress())
                 elif ref in self.pings:
                     self.answered(ref)
+                elif ref in self.watches:
+                    self.watched(ref)
                 else:
                     self.acted(ref)
 
-    def ping(self, actor: int) -> None:
-        self.pings[self.actors[actor].where.remote()] = actor
+    def went_down(self, role: str) -> None:
+        if role not in self.down:  # Ray restarts the process; the ping says when
+            self.down.add(role)
+            self.ping(role)
+
+    def ping(self, role: str) -> None:
+        self.pings[self.roles[role].where.remote()] = role
 
     def answered(self, ref: Any) -> None:
-        """A restarted actor's ping: it is back; record where its new process runs."""
-        actor = self.pings.pop(ref)
+        """A restarted role's ping: it is back; record where its new process runs."""
+        role = self.pings.pop(ref)
         try:
             pid, node = self.ray.get(ref)
         except self.died:
-            self.ping(actor)  # still restarting
+            self.ping(role)  # still restarting
             return
-        self.down.discard(actor)
-        role = f"actor{actor}"
+        self.down.discard(role)
+        kind = _kind(role)
         if self.placement[role]["pid"] != pid:
-            self.driver.count("actor_restarts")
+            self.driver.count(f"{kind}_restarts")
             self.placement[role] = {"pid": pid, "node_id": node}
             _write_placement(self.driver.program, self.placement)
+            if kind == "replay":
+                self.replay_back(int(role[len(kind) :]))
+        if kind == "replay":
+            self.watch(int(role[len(kind) :]))
+
+    def watched(self, ref: Any) -> None:
+        shard = self.watches.pop(ref)
+        try:
+            self.held[shard] = self.ray.get(ref)
+        except self.died:
+            self.went_down(f"replay{shard}")  # watched again once its ping answers
+            return
+        self.watch(shard)
+
+    def replay_back(self, shard: int) -> None:
+        """Say in one line and in the metrics what a restarted shard came back with and lost:
+        the items it held that its snapshot does not (inserted since, as last heard)."""
+        try:
+            recovered = self.ray.get(self.shards[shard].recovery.remote())
+        except self.died:
+            recovered = {"steps": None, "items": "it died again", "inserted": 0}
+        inserted, held = self.held[shard]
+        lost = max(0, min(held, inserted - recovered["inserted"]))
+        items = recovered["items"]
+        self.held[shard] = (recovered["inserted"], items if isinstance(items, int) else 0)
+        self.driver.count("replay_items_lost", lost)
+        if isinstance(items, int):
+            back = f"{items} items restored from the checkpoint at {recovered['steps']} steps"
+        else:
+            back = f"it starts empty ({items})"
+        self.driver.console.print(
+            f"replay shard {shard} was restarted after its process died: {back}; about {lost} "
+            "items it held are lost."
+        )
+
+    def from_learner(self, ref: Any) -> Any:
+        """The learner's answer; a dead learner ends the run, resumable from its checkpoint."""
+        try:
+            return self.ray.get(ref)
+        except self.died:
+            self.settle()
+            raise ShoalError(self.learner_lost()) from None
+
+    def settle(self, seconds: float = 2.0) -> None:
+        """Take the answers of calls that failed with the learner (actors asking it for weights),
+        so Ray does not log each as an unhandled error and the run's end says one thing."""
+        calls = [*self.calls, *self.pings, *self.watches]
+        ready, _ = self.ray.wait(calls, num_returns=len(calls), timeout=seconds)
+        for ref in ready:
+            with contextlib.suppress(self.ray.exceptions.RayError):
+                self.ray.get(ref)  # what ended the run is said once, by the caller
+
+    def learner_state(self) -> dict:
+        return self.from_learner(self.learner.state_dict.remote())
+
+    def learner_lost(self) -> str:
+        # Not restarted: a learner from the checkpoint would rewind its version, updates and
+        # optimiser while the counters, the actors' weights and the replay's ratio went on, and
+        # the on-policy queue and central server live in its process; `--resume` rewinds all.
+        driver = self.driver
+        run_dir, saved = driver.program.run_dir, list_checkpoints(driver.program.checkpoint_dir)
+        died_at = (
+            f"The learner's process (pid {self.placement['learner']['pid']}) died at "
+            f"{driver.counter.env_steps} steps, so the run stopped (actors and replay shards are "
+            "restarted, the learner is not)."
+        )
+        if not saved:
+            return (
+                f"{died_at} No checkpoint was written before: `shoal train --resume {run_dir}` "
+                "starts the run again from step 0."
+            )
+        return (
+            f"{died_at} Continue with `shoal train --resume {run_dir}`: it goes on from "
+            f"checkpoints/{saved[-1].name}; the steps since it are lost."
+        )
 
     def learned(self, result: tuple) -> None:
         updates, metrics, lag, stats = result
         for item in stats:  # central inference: unrolls the server finished
             self.driver.add_experience(item)
         if updates:
-            self.driver.after_update(
-                lambda: metrics,
-                lag,
-                lambda: self.ray.get(self.learner.state_dict.remote()),
-                updates,
-            )
+            self.driver.after_update(lambda: metrics, lag, self.learner_state, updates)
 
     def acted(self, ref: Any) -> None:
         actor = self.calls.pop(ref)
@@ -259,9 +367,7 @@ class _Loop:
             if not self.central:  # an env actor's loop returns no counts: the server has them
                 self.driver.add_experience(result)
         except self.died:
-            if actor not in self.down:  # Ray restarts the process; the ping says when
-                self.down.add(actor)
-                self.ping(actor)
+            self.went_down(f"actor{actor}")
         # Sent again at once: queued until a restarted actor is back, while the others go on.
         # (A central env actor's loop ends only when it dies; the new one reconnects.)
         self.request(actor)

@@ -90,7 +90,7 @@ class LearnerProcess:
             self.board = WeightsBoard()
             net = program.agent.make_networks(program.spec, program.agent_config).to(device)
             tables = [RemoteTable(shard) for shard in shards] or [self.table]
-            self.hub = CentralActing(program, net, tables, self.board, policy_state)
+            self.hub = CentralActing(program, net, tables, self.board, policy_state, steps)
             sources = (self.hub.metrics,)
         else:  # actors in other processes fetch them from the object store
             self.board = WeightsBoard(pack=lambda weights: [_pack(weights)])
@@ -155,9 +155,11 @@ class ActorProcess:
         table: str,
         learner: str,
         policy_state: dict | None = None,
+        run_steps: int = 0,
     ) -> None:
         """`policy_state`: the checkpointed policies' state the actor's policy continues from
-        (a restarted process starts from it again: what it learned since is lost)."""
+        (a restarted process starts from it again: what it learned since is lost); `run_steps`:
+        the env steps the run took before it started (see `build_acting`)."""
         import ray
 
         torch.set_num_threads(1)
@@ -172,6 +174,7 @@ class ActorProcess:
             RemoteTable(table_handle),
             weights=RemoteWeights(learner_handle),
             policy_state=policy_state,
+            run_steps=run_steps,
         )
 
     def collect(self) -> ActorStats | None:

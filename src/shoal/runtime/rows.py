@@ -25,10 +25,18 @@ __all__ = ["Acting"]
 
 
 class Acting:
-    """`policy` acting in `mode` for rows `0, 1, ...`; row r is env slot `slot_offset + r`."""
+    """`policy` acting in `mode` for rows `0, 1, ...`; row r is env slot `slot_offset + r`.
+
+    `start_steps`: actions each row counts as taken before (a resumed run's share per env), so
+    schedules over a row's steps (DQN's epsilon decay) go on rather than start again."""
 
     def __init__(
-        self, policy: Policy, spec: EnvSpec, mode: ActMode = "train", slot_offset: int = 0
+        self,
+        policy: Policy,
+        spec: EnvSpec,
+        mode: ActMode = "train",
+        slot_offset: int = 0,
+        start_steps: int = 0,
     ) -> None:
         self.policy, self.mode, self.slot_offset = policy, mode, int(slot_offset)
         self.version = -1  # learner version of the weights the policy holds; -1: none yet
@@ -39,6 +47,7 @@ class Acting:
         self._prev_action = np.zeros((0, *self._action_shape), self._action_dtype)
         self._prev_reward = np.zeros(0, np.float32)
         self._steps = np.zeros(0, np.int64)
+        self._start_steps = int(start_steps)
         self._slot_cache: dict[tuple[int, int], np.ndarray] = {}
 
     @property
@@ -158,7 +167,7 @@ class Acting:
         zeros = np.zeros((extra, *self._action_shape), self._action_dtype)
         self._prev_action = np.concatenate([self._prev_action, zeros])
         self._prev_reward = np.concatenate([self._prev_reward, np.zeros(extra, np.float32)])
-        self._steps = np.concatenate([self._steps, np.zeros(extra, np.int64)])
+        self._steps = np.concatenate([self._steps, np.full(extra, self._start_steps, np.int64)])
 
     def _reset(self, index: np.ndarray, slots: np.ndarray) -> None:
         """Rows `index` start an episode: fresh state, no previous action or reward."""

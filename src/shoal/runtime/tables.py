@@ -9,6 +9,11 @@ each batch from one shard, chosen in proportion to the shards' `sample_weight` (
 totals), and sends each shard what came of its batches without waiting (Ape-X's asynchronous
 priority updates); at most `MAX_PENDING_FEEDBACK` of those are in flight. Importance weights are
 normalised within the shard a batch came from.
+
+A shard's process that dies is restarted by Ray under the same handle and name, holding its part
+of the newest checkpoint's replay snapshot (or nothing, if no checkpoint has one). Until it is
+back, actors' inserts into it are sent again and the learner samples the other shards, so the
+run goes on; the driver says what was lost (`ray_launcher`).
 """
 
 from __future__ import annotations
@@ -16,23 +21,87 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from shoal.checkpoint import load_latest
 from shoal.data import Batch
+from shoal.errors import ShoalError, user_error
 from shoal.runtime.program import Program
+from shoal.runtime.snapshots import guarded
 
 MAX_PENDING_FEEDBACK = 8
 SIZE_REFRESH_S = 0.2
 SAMPLE_WAIT_S = 0.05  # per try at one shard, so a shard that cannot sample does not hold others
+RETRY_S = 0.5  # an insert into a shard being restarted is sent again after this long
+
+
+def died(ray: Any) -> tuple[type[Exception], ...]:
+    """What a call to a Ray actor raises when its process died (and may be restarting)."""
+    return (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError)
+
+
+def _restarted() -> bool:
+    """Whether Ray runs this actor's constructor again, after its process died."""
+    import ray
+
+    if not ray.is_initialized():
+        return False
+    context = ray.get_runtime_context()
+    return context.get_actor_id() is not None and context.was_current_actor_reconstructed
 
 
 class TableProcess:
     """One table of the run's data path; its methods are called remotely."""
 
-    def __init__(self, program: Program, shards: int, index: int) -> None:
+    def __init__(
+        self, program: Program, shards: int, index: int, checkpoints: str | None = None
+    ) -> None:
+        """`checkpoints`: the run's checkpoint folder, absolute (a Ray worker's working
+        directory is not the driver's), where a restarted shard finds its snapshot."""
         self.table = program.data_path().make_table(shards, program.seed + 7919 * (index + 1))
+        # A restarted shard: what it came back with (`recovery`). The first start is restored
+        # by the driver instead, from the checkpoint being resumed, before any actor inserts.
+        self.recovered = (
+            self._restore_newest(program, Path(checkpoints), shards, index)
+            if checkpoints is not None and _restarted()
+            else {"steps": None, "items": 0, "inserted": 0}
+        )
+
+    def _restore_newest(
+        self, program: Program, checkpoints: Path, shards: int, index: int
+    ) -> dict[str, Any]:
+        """Restore this shard's file of the newest checkpoint's snapshot: the checkpoint's
+        steps (None: none loads), the items restored (or why none were) and the inserts they
+        count."""
+        try:
+            newest = load_latest(checkpoints, program.agent.name)
+        except ShoalError as err:
+            return {"steps": None, "items": str(user_error(err)), "inserted": 0}
+        if newest is None:
+            return {"steps": None, "items": "no checkpoint was written yet", "inserted": 0}
+        files = (newest.get("replay") or {}).get("files", [])
+        if len(files) != shards:
+            items: int | str = "the checkpoint holds no replay snapshot"
+        else:
+            items = self.read_snapshot(str(checkpoints / files[index]))
+        return {"steps": int(newest["env_steps"]), "items": items, "inserted": self.inserted()}
+
+    def recovery(self) -> dict[str, Any]:
+        return self.recovered
+
+    def inserted(self) -> int:
+        return self.table.limiter.inserts
+
+    def watch(self, seconds: float) -> tuple[int, int]:
+        """Return after `seconds`: the items inserted so far and the items held. The driver
+        keeps one call in flight, so it hears at once when this process dies, and knows about
+        what it held then."""
+        time.sleep(seconds)
+        return self.inserted(), len(self.table.replay)
 
     def insert(self, items: Any, version: int, block: bool = True, steps: int = 0) -> bool:
         return self.table.insert(items, version, block, steps)
@@ -52,10 +121,58 @@ class TableProcess:
     def close(self) -> None:
         self.table.close()
 
+    # Replay snapshots: each shard writes and reads its own file (`shoal.runtime.snapshots`).
+
+    def snapshot_bytes(self) -> int | None:
+        return self.table.snapshot_bytes()
+
+    def write_snapshot(self, path: str) -> int | str:
+        return guarded(partial(self.table.write_snapshot, Path(path)))
+
+    def read_snapshot(self, path: str) -> int | str:
+        return guarded(partial(self.table.read_snapshot, Path(path)))
+
     def where(self) -> tuple[int, str]:
         import ray
 
         return os.getpid(), ray.get_runtime_context().get_node_id()
+
+
+class RemoteShards:
+    """Table shards in other processes, as `ReplaySnapshots` sees them: every shard writes or
+    reads its file at the same time. Paths are absolute, since a Ray worker's working
+    directory is not the driver's; on a cluster the run directory must be on a filesystem the
+    replay nodes share."""
+
+    def __init__(self, handles: Sequence[Any]) -> None:
+        import ray
+
+        self.ray, self.handles = ray, list(handles)
+
+    def sizes(self) -> list[int | str | None]:
+        return self._answers([handle.snapshot_bytes.remote() for handle in self.handles])
+
+    def write(self, paths: Sequence[Path]) -> list[int | str]:
+        return self._each("write_snapshot", paths)
+
+    def read(self, paths: Sequence[Path]) -> list[int | str]:
+        return self._each("read_snapshot", paths)
+
+    def _each(self, method: str, paths: Sequence[Path]) -> list[int | str]:
+        pairs = zip(self.handles, paths, strict=True)
+        calls = [getattr(handle, method).remote(str(path.resolve())) for handle, path in pairs]
+        return self._answers(calls)
+
+    def _answers(self, calls: list) -> list:
+        """Each call's answer, or why there is none: a shard whose process died or is
+        restarting fails its snapshot, not the run."""
+        answers = []
+        for call in calls:
+            try:
+                answers.append(self.ray.get(call))
+            except self.ray.exceptions.RayError as err:
+                answers.append(f"its process did not answer ({type(err).__name__})")
+        return answers
 
 
 class RemoteTable:
@@ -67,7 +184,13 @@ class RemoteTable:
     def insert(self, items: Any, version: int, block: bool = True, steps: int = 0) -> bool:
         import ray
 
-        return bool(ray.get(self.handle.insert.remote(items, version, block, steps)))
+        while True:
+            try:
+                return bool(ray.get(self.handle.insert.remote(items, version, block, steps)))
+            except died(ray):
+                # The shard's process died, and these items with it unless sent again: Ray
+                # restarts it under the same handle (a run's end kills this process too).
+                time.sleep(RETRY_S)
 
 
 class ShardedTables:
@@ -88,9 +211,17 @@ class ShardedTables:
         self._refreshed = -np.inf
         self._pending: list[Any] = []
 
+    def _answer(self, call: Any, otherwise: Any) -> Any:
+        """`call`'s answer, or `otherwise` if its shard died: the others go on meanwhile."""
+        try:
+            return self.ray.get(call)
+        except died(self.ray):
+            return otherwise
+
     def _refresh(self) -> None:
         if time.monotonic() - self._refreshed > SIZE_REFRESH_S:
-            self.weights[:] = self.ray.get([handle.status.remote() for handle in self.handles])
+            calls = [handle.status.remote() for handle in self.handles]
+            self.weights[:] = [self._answer(call, 0.0) for call in calls]
             self._refreshed = time.monotonic()
 
     def sample(self, progress: float, timeout: float | None) -> Batch | None:
@@ -102,13 +233,13 @@ class ShardedTables:
             weights = self.weights.copy()
             while weights.sum() > 0:
                 shard = int(self.rng.choice(len(weights), p=weights / weights.sum()))
-                batch = self.ray.get(self.handles[shard].sample.remote(progress, 0.0))
+                batch = self._answer(self.handles[shard].sample.remote(progress, 0.0), None)
                 if batch is not None:
                     return self._from(shard, batch)
                 weights[shard] = self.weights[shard] = 0.0
             shard = int(self.rng.integers(len(self.handles)))
             wait = min(max(deadline - time.monotonic(), 0.0), SAMPLE_WAIT_S)
-            batch = self.ray.get(self.handles[shard].sample.remote(progress, wait))
+            batch = self._answer(self.handles[shard].sample.remote(progress, wait), None)
             if batch is not None:
                 return self._from(shard, batch)
             self._refreshed = -np.inf  # look again before the next try
@@ -134,7 +265,8 @@ class ShardedTables:
         raise RuntimeError("The learner samples the table shards; actors insert into them.")
 
     def stats(self) -> dict[str, float]:
-        return self.merge_stats(self.ray.get([handle.stats.remote() for handle in self.handles]))
+        calls = [handle.stats.remote() for handle in self.handles]
+        return self.merge_stats([row for call in calls if (row := self._answer(call, None))])
 
     @property
     def sample_weight(self) -> float:

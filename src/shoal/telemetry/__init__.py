@@ -1,4 +1,4 @@
-"""Metrics sinks: metrics.jsonl, TensorBoard events and the console."""
+"""Metrics sinks (metrics.jsonl, TensorBoard, metrics.csv, W&B, MLflow) and the console."""
 
 from shoal.telemetry.console import Console
 from shoal.telemetry.metrics import MetricsWriter, read_metrics

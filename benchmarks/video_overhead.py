@@ -1,0 +1,167 @@
+"""How much recording a video slows evaluation, with the Atari screen.
+
+Plays the same greedy episodes of ALE/Pong-v5 (PPO's Nature CNN policy with fixed random
+weights, one env, the loop of `shoal play` and `--video-every`) in four ways per round:
+
+- `without`: no screen taken, nothing encoded (plain evaluation through the same loop);
+- `screens`: the full-colour screen taken every agent step (two ALE RGB reads and a max), not
+  encoded: the agent's own share of the work;
+- `recording`: the screen taken and streamed to an H.264 mp4 by ffmpeg in its own process;
+- `neighbour`: as `without`, beside a busy numpy process: what any second busy process costs the
+  agent on this machine, for comparison with what ffmpeg's process costs it.
+
+The order of the ways turns every round, so that a change in the machine's load hits all alike.
+Figures are medians over rounds of the slowdown of agent steps per second against `without`,
+in wall time and in the agent process's CPU time. Target: recording slows evaluation < 10%.
+
+    python benchmarks/video_overhead.py [--env ALE/Pong-v5] [--episodes 2] [--rounds 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+import torch
+
+from shoal import catalog
+from shoal.data import Layout
+from shoal.envs.config import EnvConfig
+from shoal.envs.registry import env_spec, make_env
+from shoal.envs.screens import ScreenEnv, make_screen_env
+from shoal.runtime.recording import ACTING_THREADS, record_episodes
+from shoal.runtime.rows import Acting
+from shoal.telemetry.video import VideoWriter
+
+WAYS = ("without", "screens", "recording", "neighbour")
+BUSY = "import numpy as np\na = np.zeros((2000, 2000))\nwhile True:\n    a += 1\n"
+
+
+class NoVideo:
+    """Takes frames and does nothing: evaluation without a video, through the same loop."""
+
+    frames = 0
+
+    def add(self, screen: object, caption: str = "") -> None:
+        pass
+
+
+@dataclass
+class Timing:
+    wall: float  # seconds per agent step (closing the video included)
+    cpu: float  # CPU seconds of this process per agent step
+    steps: int
+    ffmpeg_cpu: float = 0.0  # CPU seconds of the ffmpeg process per frame
+
+
+def greedy_acting(env_id: str) -> Acting:
+    """PPO's policy (a Nature CNN for Atari) with fixed random weights, acting greedily."""
+    torch.manual_seed(0)  # the same weights, so the same episodes, every time
+    agent = catalog.get_agent("ppo")
+    spec = env_spec(env_id, EnvConfig())
+    config = agent.config_cls()
+    net = agent.make_networks(spec, config)
+    return Acting(agent.make_policy(spec, config, net, 0, Layout()), spec, "greedy")
+
+
+def evaluate(env_id: str, seeds: list[int], way: str, video_path: Path) -> Timing:
+    """Play one greedy episode per seed in `way`."""
+    acting = greedy_acting(env_id)
+    spec = env_spec(env_id, EnvConfig())
+    video: NoVideo | VideoWriter = NoVideo()
+    if way in ("screens", "recording"):
+        screens = make_screen_env(env_id)
+    else:
+        screens = ScreenEnv(make_env(env_id), lambda: None, 15.0)
+    if way == "recording":
+        video = VideoWriter(video_path, screens.fps)
+    busy = subprocess.Popen([sys.executable, "-c", BUSY]) if way == "neighbour" else None
+    if busy is not None:
+        time.sleep(0.5)  # numpy imported, the loop running
+    children_before = _children_cpu()
+    try:
+        with torch.no_grad():
+            start, cpu_start = time.perf_counter(), time.process_time()
+            episodes = record_episodes(acting, screens, spec, video, seeds)  # type: ignore[arg-type]
+            if isinstance(video, VideoWriter):
+                video.close()  # waits for ffmpeg to finish the file: part of the cost
+            elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    finally:
+        if busy is not None:
+            busy.kill()
+            busy.wait()
+        screens.close()
+    steps = sum(e.length for e in episodes)
+    ffmpeg = (_children_cpu() - children_before) / steps if way == "recording" else 0.0
+    return Timing(elapsed / steps, cpu / steps, steps, ffmpeg)
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished children (ffmpeg, once a video is closed)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--env", default="ALE/Pong-v5")
+    parser.add_argument("--episodes", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=4)
+    args = parser.parse_args()
+    torch.set_num_threads(ACTING_THREADS)
+    seeds = list(range(args.episodes))
+    runs: dict[str, list[Timing]] = {way: [] for way in WAYS}
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "video.mp4"
+        for round_ in range(args.rounds):
+            order = WAYS[round_ % len(WAYS) :] + WAYS[: round_ % len(WAYS)]
+            for way in order:
+                runs[way].append(evaluate(args.env, seeds, way, path))
+            assert len({runs[way][-1].steps for way in WAYS}) == 1  # the same episodes
+            print(
+                f"round {round_ + 1} ({runs['without'][-1].steps} agent steps), ms per step "
+                "wall/CPU: "
+                + ", ".join(
+                    f"{way} {1000 * runs[way][-1].wall:.2f}/{1000 * runs[way][-1].cpu:.2f}"
+                    for way in WAYS
+                )
+                + f"; ffmpeg {1000 * runs['recording'][-1].ffmpeg_cpu:.2f} ms CPU per frame, "
+                f"{path.stat().st_size / 1e3:.0f} kB"
+            )
+
+    def slower(way: str, field: str) -> str:
+        ratios = [
+            1 - getattr(base, field) / getattr(t, field)
+            for base, t in zip(runs["without"], runs[way], strict=True)
+        ]
+        return f"{100 * statistics.median(ratios):.1f}%"
+
+    without = runs["without"]
+    print(
+        f"\n{args.env}, {args.episodes} greedy episode(s) x {args.rounds} rounds, one video frame "
+        f"per agent step (4 emulator frames); {psutil.cpu_count()} CPUs, load average "
+        f"{psutil.getloadavg()[0]:.1f}. Without video: "
+        f"{statistics.median(1000 * t.wall for t in without):.2f} ms per step.\n"
+        "Slowdown of evaluation (median over rounds), wall time / CPU time of the agent's "
+        "process:\n"
+        f"  taking the screen, not encoding:  {slower('screens', 'wall')} / "
+        f"{slower('screens', 'cpu')}\n"
+        f"  recording (target < 10%):         {slower('recording', 'wall')} / "
+        f"{slower('recording', 'cpu')}, with ffmpeg's "
+        f"{statistics.median(1000 * t.ffmpeg_cpu for t in runs['recording']):.2f} ms CPU per "
+        "frame in its own process\n"
+        f"  a busy numpy process beside it:   {slower('neighbour', 'wall')} / "
+        f"{slower('neighbour', 'cpu')} (no video)"
+    )
+
+
+if __name__ == "__main__":
+    main()

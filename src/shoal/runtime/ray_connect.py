@@ -1,0 +1,139 @@
+"""Where a ray run's Ray comes from: a new local instance on the loopback interface, or a
+running cluster at `--address`, checked first so that a wrong address or a missing token fails
+in seconds with a clear message instead of Ray's minutes of retries.
+
+Nothing here imports Ray at module level: inline runs never load it.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import sys
+from importlib import metadata
+
+from shoal.errors import ConfigError
+
+PROBE_TIMEOUT_S = 5.0  # a TCP connection to the head: it answers in milliseconds or not at all
+GCS_TIMEOUT_S = 20.0  # a Python process that imports Ray and asks the head for its cluster id
+
+# HOST:PORT, or ray://HOST:PORT for Ray Client; HOST may be an [IPv6] literal.
+_ADDRESS = re.compile(r"^(ray://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
+
+# Run in a separate process: Ray's C++ client logs its retries to stderr, which would break the
+# one paragraph a user sees, and waits up to 40 s on a port that is not Ray's.
+_GCS_CHECK = """
+import sys
+try:
+    from ray._raylet import GcsClient
+    from ray.exceptions import AuthenticationError
+except ImportError:  # a Ray without token authentication: ray.init tells what is wrong
+    sys.exit(0)
+try:
+    GcsClient(address=sys.argv[1])
+except AuthenticationError:
+    sys.exit(3)
+"""
+_REFUSED_TOKEN = 3
+
+
+def check_address(address: str) -> None:
+    """Refuse an `--address` that is malformed, where nothing listens, or whose cluster asks
+    for a token this process lacks, within seconds and before anything is written."""
+    if address == "auto":  # Ray finds a cluster started on this machine, or says there is none
+        return
+    client, host, port = _parse(address)
+    try:
+        socket.create_connection((host, port), timeout=PROBE_TIMEOUT_S).close()
+    except OSError as err:
+        reason = "no answer" if isinstance(err, TimeoutError) else err.strerror or str(err)
+        raise ConfigError(
+            f"Nothing answers at --address {address} ({reason}): no Ray cluster's head listens "
+            "there. Start one with `ray start --head --port 6379` on the head node and pass "
+            "HEAD_IP:6379 (`ray start` prints the address), or leave out --address to start a "
+            "local Ray."
+        ) from None
+    if not client:  # Ray Client's server checks the token when ray.init connects
+        _check_gcs(address)
+
+
+def _parse(address: str) -> tuple[bool, str, int]:
+    """(is Ray Client, host, port) of `--address`, or a ConfigError showing the forms."""
+    match = _ADDRESS.match(address.strip())
+    port = int(match.group(3)) if match else 0
+    if not match or not 0 < port < 65536:
+        raise ConfigError(
+            f"--address {address!r} is not the address of a Ray cluster: pass its head node's "
+            "HOST:PORT (e.g. 10.0.0.5:6379, as `ray start --head` prints it), ray://HOST:10001 "
+            "for Ray Client, or auto for a cluster started on this machine; without --address "
+            "shoal starts a local Ray."
+        )
+    return bool(match.group(1)), match.group(2).strip("[]"), port
+
+
+def _check_gcs(address: str) -> None:
+    """Ask the head for its cluster id as `ray.init` would, in a process of its own."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _GCS_CHECK, address],
+            capture_output=True,
+            timeout=GCS_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        raise ConfigError(
+            f"Something listens at --address {address} but did not answer as a Ray cluster's "
+            f"head within {GCS_TIMEOUT_S:.0f} s. Pass the head's GCS port (6379 unless "
+            "`ray start --head --port` chose another) and run the same Ray version on both "
+            f"sides (shoal has Ray {metadata.version('ray')})."
+        ) from None
+    if done.returncode == _REFUSED_TOKEN:
+        raise ConfigError(
+            f"The Ray cluster at --address {address} refused this process: it uses token "
+            "authentication and the token here is missing or not the cluster's. Where you run "
+            "shoal, set RAY_AUTH_MODE=token and the cluster's token in RAY_AUTH_TOKEN (or in "
+            "~/.ray/auth_token; `ray get-auth-token` on the head node prints it); the README's "
+            "'Run on a cluster' section shows the steps."
+        )
+
+
+def connect(address: str) -> None:
+    """Join the running cluster at `address`, which `check_address` passed before the run
+    directory was written."""
+    import ray
+
+    try:
+        ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+    except ConnectionError as err:  # e.g. the head went away since the check
+        raise ConfigError(
+            f"Could not join the Ray cluster at --address {address}: {str(err).rstrip('.')}. "
+            "Check that its head node is up (`ray status` on it) and reachable from here."
+        ) from None
+
+
+def start_local(num_cpus: int) -> None:
+    """Start a new Ray on this machine that only this machine can reach.
+
+    A local run needs no network, yet Ray on Linux binds its servers (GCS, raylet, workers,
+    the dashboard agent) to the machine's network address or to every interface, and turns a
+    loopback `_node_ip_address` into that address too (`services.resolve_ip_for_localhost`),
+    unless multi-node clusters are off, as Ray has them on macOS and Windows. So they are off
+    while the node starts; its processes then listen on 127.0.0.1 only. address="local"
+    starts a new instance even if another Ray runs on this machine.
+    """
+    import ray
+    from ray._private import ray_constants
+
+    clusters = ray_constants.ENABLE_RAY_CLUSTER
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        ray.init(
+            address="local",
+            _node_ip_address="127.0.0.1",
+            num_cpus=num_cpus,
+            include_dashboard=False,
+            logging_level="ERROR",
+            log_to_driver=False,
+        )
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = clusters
