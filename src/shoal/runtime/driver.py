@@ -59,7 +59,11 @@ class Driver:
         # From the step resumed (0 for a run restarted without a checkpoint), not appended to.
         self.writer = MetricsWriter(program.run_dir, run.loggers, self.counter.env_steps)
         self.console = Console(
-            run.total_steps, self.counter.env_steps, run.progress, program.run_dir.name
+            run.total_steps,
+            self.counter.env_steps,
+            run.progress,
+            program.run_dir.name,
+            run.max_time,
         )
         self._next_log = _next_multiple(self.counter.env_steps, run.log_interval)
         self._next_checkpoint = _next_multiple(self.counter.env_steps, run.checkpoint_interval)
