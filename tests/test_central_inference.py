@@ -234,5 +234,10 @@ def test_central_lstm_impala_solves_a_memory_task_feed_forward_cannot(quiet_run)
     env = "shoal.envs.toy:repeat_first"
     lstm = shoal.train("impala", env, seed=0, run=run, agent={**agent, "use_lstm": True})
     assert lstm.stop_reason == "stop_at_return" and lstm.evaluation.mean_return == 1.0
-    ff = shoal.train("impala", env, seed=0, run={**run, "eval_episodes": 0}, agent=agent)
-    assert ff.stop_reason == "total_steps" and ff.train_return_mean < 0.5
+    # Without memory the expected return is 0 (each answer is right half the time). A window
+    # of 20 training episodes can reach 0.9 by chance over a whole run (it did once, on a
+    # loaded machine), so the feed-forward agent runs its budget and is judged on 200 greedy
+    # episodes, whose mean is above 0.5 with probability below 1e-12 for a memoryless policy.
+    ff_run = {**run, "stop_at_return": None, "eval_episodes": 200}
+    ff = shoal.train("impala", env, seed=0, run=ff_run, agent=agent)
+    assert ff.stop_reason == "total_steps" and ff.evaluation.mean_return < 0.5
