@@ -315,7 +315,7 @@ def test_trust_run_loads_a_run_with_its_own_torso(capsys, tmp_path, monkeypatch,
     assert main(["eval", str(result.run_dir), "--episodes", "1"]) == 2
     assert module not in sys.modules
     assert main(["eval", str(result.run_dir), "--episodes", "1", "--trust-run"]) == 0
-    assert "evaluation (stochastic, 1 episodes)" in capsys.readouterr().out
+    assert "evaluation (deterministic, 1 episodes)" in capsys.readouterr().out
     resumed = shoal.train(resume=result.run_dir, run={"total_steps": 512}, trust_run=True)
     assert resumed.env_steps >= 512
 

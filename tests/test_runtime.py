@@ -134,9 +134,9 @@ def test_resume_eval_and_load_rebuild_the_env_settings_the_run_was_saved_with(
     built = []
     real_run_inline, real_source_of = inline.run_inline, experiment.source_of
 
-    def recording_run_inline(program, resume=None):
+    def recording_run_inline(program, resume=None, *args):
         built.append(("resume", program.env_config))
-        return real_run_inline(program, resume)
+        return real_run_inline(program, resume, *args)
 
     def recording_source_of(env, config=None):  # every command resolves its env here
         built.append(("env", config))

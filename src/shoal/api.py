@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,14 @@ import torch
 
 from shoal import config as configs
 from shoal import experiment
-from shoal.checkpoint import POLICY_FORMAT, list_checkpoints, load_latest, read_any, save_policy
+from shoal.checkpoint import (
+    POLICY_FORMAT,
+    list_checkpoints,
+    load_latest,
+    policy_payload,
+    read_any,
+    save_policy,
+)
 from shoal.config import dump_yaml, write_atomically
 from shoal.envs.config import EnvConfig
 from shoal.envs.registry import EnvSource, is_env_object, source_of, spec_of_source
@@ -31,6 +39,7 @@ from shoal.errors import (
     user_error,
 )
 from shoal.runtime.budget import check_budget
+from shoal.runtime.callbacks import Callback
 from shoal.runtime.evaluate import EvalResult, evaluate_policy
 from shoal.runtime.inline import run_inline
 from shoal.runtime.program import Program
@@ -55,8 +64,9 @@ class TrainResult:
     episodes: int
     stop_reason: str
     train_return_mean: float | None
-    evaluation: EvalResult | None
+    evaluation: EvalResult | None  # the final greedy evaluation
     summary: dict[str, Any]
+    sampled_evaluation: EvalResult | None = None  # the final evaluation sampling actions
 
 
 def train(
@@ -71,6 +81,8 @@ def train(
     env_config: dict[str, Any] | None = None,
     resume: str | Path | None = None,
     trust_run: bool = False,
+    callbacks: Sequence[Callback] = (),
+    started: float | None = None,
 ) -> TrainResult:
     """Train `algo` on `env` (or continue the run in `resume`) and evaluate the result.
 
@@ -80,9 +92,14 @@ def train(
     one, or a Gymnasium vector env (which sets `num_envs`). A run on an env object is continued
     by passing the env again with `resume`. Continuing a run whose config names modules to
     import (a `module:function` env or torso) needs `trust_run=True`.
+    `callbacks` (`shoal.Callback`s) are called in this process as the run goes; one returning
+    False stops it. The result holds the final greedy and sampling evaluations. `max_time`
+    (in `run`) bounds the whole call, evaluation included, counted from `started` (a
+    `time.time()`; default: the call, the command line's: its start).
     A run stopped by Ctrl-C returns with `stop_reason` "interrupted" and is not evaluated.
     Example: `shoal.train("ppo", "CartPole-v1", seed=1)`, or `shoal.train("ppo", my_env)`.
     """
+    started = time.time() if started is None else started
     _require("algo", algo, (str, _NONE), "an algorithm name such as 'ppo'")
     _require("seed", seed, (int, float, str, _NONE), "an integer")
     _require("total_steps", total_steps, (int, float, str, _NONE), "an integer such as 100_000")
@@ -91,6 +108,8 @@ def train(
         _require(name, value, (Mapping, _NONE), "a dict of settings, e.g. {'num_envs': 8}")
     _require("resume", resume, (*_PATH, _NONE), "the path of a run directory")
     _require("trust_run", trust_run, (bool,), "True or False")
+    _require("started", started, (int, float, _NONE), "a time.time() value")
+    callbacks = _checked_callbacks(callbacks)
     run = dict(run or {})
     if total_steps is not None:
         run["total_steps"] = total_steps
@@ -139,22 +158,16 @@ def train(
         if resolved.run.runtime == "ray":
             from shoal.runtime.ray_launcher import run_ray  # Ray is imported only for ray runs
 
-            counter = run_ray(program, state)
+            driver = run_ray(program, state, callbacks, started)
         else:
-            counter = run_inline(program, state)
+            driver = run_inline(program, state, callbacks, started)
     except ShoalError as err:
         raise _failed(user_error(err), run_dir, fresh=resume is None) from None
 
-    evaluation = None
-    interrupted = counter.stop_reason() is None
-    if resolved.run.eval_episodes > 0 and not interrupted:  # Ctrl-C: stop now
-        evaluation = evaluate(
-            run_dir,
-            episodes=resolved.run.eval_episodes,
-            deterministic=True,
-            trust_run=True,
-            env=env if is_env_object(resolved.env_id) else None,
-        )
+    counter = driver.counter
+    greedy, sampled = (driver.final.get(mode) for mode in ("greedy", "sample"))
+    evaluation = None if greedy is None else greedy.result
+    sampled_evaluation = None if sampled is None else sampled.result
     summary = {
         "algo": resolved.algo,
         "env": resolved.env_id,
@@ -169,8 +182,10 @@ def train(
         "target_reached_step": counter.target_reached_step,
         "target_reached_unix_time": counter.target_reached_at,
         "evaluation": evaluation.as_dict() if evaluation else None,
+        "evaluation_sampled": sampled_evaluation.as_dict() if sampled_evaluation else None,
     }
     write_atomically(run_dir / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
+    driver.end(summary)
     return TrainResult(
         run_dir,
         counter.env_steps,
@@ -179,7 +194,27 @@ def train(
         counter.mean_return,
         evaluation,
         summary,
+        sampled_evaluation,
     )
+
+
+def _checked_callbacks(callbacks: Any) -> list[Callback]:
+    """`callbacks` as a list, each a `shoal.Callback` (or with all its methods)."""
+    if isinstance(callbacks, Callback):
+        callbacks = [callbacks]
+    _require("callbacks", callbacks, (list, tuple), "a list of shoal.Callback objects")
+    for callback in callbacks:
+        missing = [m for m in _CALLBACK_METHODS if not callable(getattr(callback, m, None))]
+        if missing:
+            raise ConfigError(
+                f"callbacks must be shoal.Callback objects; {callback!r:.60} lacks "
+                f"{', '.join(missing)}. Subclass shoal.Callback and override the methods you "
+                "need (each returning False stops the run)."
+            )
+    return list(callbacks)
+
+
+_CALLBACK_METHODS = ("on_start", "on_row", "on_evaluation", "on_checkpoint", "on_end")
 
 
 def _check_machine(program: Program) -> None:
@@ -362,17 +397,17 @@ class LoadedPolicy:
             raise ConfigError(f"{path} is a folder; save takes a file path, e.g. {path}/policy.pt.")
         save_policy(
             path,
-            {
-                "algo": self.algo,
-                "env": self.env_id,
-                "seed": self.seed,
-                "env_steps": self.env_steps,
-                "agent": configs.to_dict(self.config),
-                "env_config": configs.to_dict(self.env_config),
-                "spec": self.spec.to_data(),
-                "network": self.net.state_dict(),
-                "policies": self._policy_state,
-            },
+            policy_payload(
+                algo=self.algo,
+                env_id=self.env_id,
+                seed=self.seed,
+                env_steps=self.env_steps,
+                agent_config=self.config,
+                env_config=self.env_config,
+                spec=self.spec,
+                network=self.net.state_dict(),
+                policies=self._policy_state,
+            ),
         )
         return path
 

@@ -22,7 +22,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import torch
 
-from shoal.config import write_atomically
+from shoal.config import to_dict, write_atomically
 from shoal.errors import CheckpointError, ShoalWarning, StorageError
 from shoal.tree import flatten_dict
 
@@ -209,6 +209,32 @@ def load_checkpoint(path: Path, algo: str | None = None) -> dict[str, Any]:
         )
     _check_algo(data, path, algo)
     return data
+
+
+def policy_payload(
+    *,
+    algo: str,
+    env_id: str,
+    seed: int,
+    env_steps: int,
+    agent_config: Any,
+    env_config: Any,
+    spec: Any,
+    network: Mapping[str, Any],
+    policies: Mapping[str, Any],
+) -> dict[str, Any]:
+    """What a saved policy holds: weights, the env's spaces (`EnvSpec`) and the configs."""
+    return {
+        "algo": algo,
+        "env": env_id,
+        "seed": seed,
+        "env_steps": env_steps,
+        "agent": to_dict(agent_config),
+        "env_config": to_dict(env_config),
+        "spec": spec.to_data(),
+        "network": dict(network),
+        "policies": dict(policies),
+    }
 
 
 def save_policy(path: Path, payload: dict[str, Any]) -> None:

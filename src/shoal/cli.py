@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -17,6 +18,7 @@ from shoal.config import describe
 from shoal.errors import ShoalError, ShoalWarning, user_error
 from shoal.runtime.config import RunConfig
 
+STARTED = time.time()  # --max-time bounds the whole command, imports included
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
 
@@ -75,8 +77,14 @@ def _parser() -> argparse.ArgumentParser:
         help="atari: the no-op starts protocol (up to 30 no-ops, 108,000-frame cap, a seed per "
         "episode), with raw and human-normalised scores",
     )
-    evaluate.add_argument(
-        "--deterministic", action="store_true", help="take the most likely action (default: sample)"
+    modes = evaluate.add_mutually_exclusive_group()
+    modes.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="take the most likely action (the default, as shoal train's and shoal.evaluate's)",
+    )
+    modes.add_argument(
+        "--stochastic", action="store_true", help="sample actions from the policy instead"
     )
     evaluate.add_argument("--seed", type=int, default=None)
     evaluate.add_argument("--trust-run", action="store_true", help=_TRUST_HELP)
@@ -189,6 +197,7 @@ def _train(args: argparse.Namespace, overrides: dict[str, dict[str, str]]) -> in
         run=run,
         resume=args.resume,
         trust_run=args.trust_run,
+        started=STARTED,
     )
     mean = result.train_return_mean
     print(f"run directory: {result.run_dir}")
@@ -197,8 +206,12 @@ def _train(args: argparse.Namespace, overrides: dict[str, dict[str, str]]) -> in
         f"{result.stop_reason}; mean return of the last episodes: "
         f"{'n/a' if mean is None else f'{mean:.2f}'}"
     )
-    if result.evaluation is not None:
-        print(result.evaluation.line(deterministic=True))
+    for evaluation, deterministic in (
+        (result.evaluation, True),
+        (result.sampled_evaluation, False),
+    ):
+        if evaluation is not None:
+            print(evaluation.line(deterministic))
     if result.stop_reason == "interrupted":
         print(
             f"shoal: interrupted; continue with `shoal train --resume {result.run_dir}`",
@@ -217,10 +230,11 @@ def _eval(args: argparse.Namespace) -> None:
     from shoal import api
 
     episodes = 10 if args.episodes is None else args.episodes
+    deterministic = not args.stochastic
     result = api.evaluate(
-        args.run_dir, episodes, args.deterministic, args.seed, trust_run=args.trust_run
+        args.run_dir, episodes, deterministic, args.seed, trust_run=args.trust_run
     )
-    print(result.line(args.deterministic))
+    print(result.line(deterministic))
 
 
 def _plot(args: argparse.Namespace) -> None:

@@ -81,7 +81,26 @@ class RunConfig:
         "takes about 7); a bigger replay is not snapshotted, which the log says once.",
     )
     eval_episodes: int = param(
-        10, "Episodes of the deterministic evaluation at the end (0 skips it)."
+        10,
+        "Episodes of each final evaluation, greedy and sampling (0 skips them).",
+    )
+    eval_max_time: float | None = param(
+        None,
+        "Seconds the final evaluations may take together, taken out of --max-time (default: "
+        "a tenth of it, at least 10 s or a third, at most 120 s); without --max-time, no bound.",
+    )
+    eval_every: int | None = param(
+        None,
+        "Evaluate the learner's weights greedily each time the run passes a multiple of this "
+        "many agent steps (eval_* keys of metrics.jsonl, TensorBoard's eval/).",
+    )
+    eval_every_episodes: int = param(5, "Episodes of each --eval-every evaluation.")
+    keep_best: bool = param(
+        True, "With --eval-every: keep the policy of the best evaluation in RUN_DIR/best.pt."
+    )
+    early_stop_patience: int | None = param(
+        None,
+        "With --eval-every: stop once this many evaluations in a row have not beaten the best.",
     )
     video_every: int | None = param(
         None,
@@ -101,6 +120,27 @@ class RunConfig:
         "Where metrics rows go, comma-separated: tensorboard, jsonl (metrics.jsonl, read by "
         "shoal plot and report), csv (metrics.csv), wandb, mlflow.",
     )
+
+    @property
+    def final_eval_time(self) -> float | None:
+        """Seconds kept for the final evaluations (None: no bound)."""
+        if self.eval_episodes == 0:
+            return None
+        if self.eval_max_time is not None:
+            return self.eval_max_time
+        if self.max_time is None:
+            return None
+        # A tenth, but time to make and reset the eval envs (Atari: about 3 s for 8 on a busy
+        # CPU) and play a little even in a short run, and no more than two minutes in a long one.
+        floor = min(10.0, self.max_time / 3)
+        return min(max(self.max_time / 10, floor), 120.0)
+
+    @property
+    def train_time(self) -> float | None:
+        """Seconds of --max-time that training may take: the rest is the final evaluations'."""
+        if self.max_time is None:
+            return None
+        return self.max_time - (self.final_eval_time or 0.0)
 
     @property
     def loggers(self) -> tuple[str, ...]:
@@ -137,6 +177,21 @@ class RunConfig:
             raise ValueError(f"inference_timeout_ms must be >= 0, got {self.inference_timeout_ms}.")
         if self.eval_episodes < 0:
             raise ValueError(f"eval_episodes must be >= 0, got {self.eval_episodes}.")
+        for name in ("eval_every", "eval_every_episodes", "early_stop_patience"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"{name} must be > 0, got {value}.")
+        if self.early_stop_patience is not None and self.eval_every is None:
+            raise ValueError(
+                "early_stop_patience counts --eval-every evaluations: set --eval-every N too."
+            )
+        if self.eval_max_time is not None and self.eval_max_time <= 0:
+            raise ValueError(f"eval_max_time must be > 0 seconds, got {self.eval_max_time}.")
+        if self.max_time and self.eval_max_time and self.eval_max_time >= self.max_time:
+            raise ValueError(
+                f"eval_max_time ({self.eval_max_time:g} s) is taken out of max_time "
+                f"({self.max_time:g} s), so it must be smaller; leave it out for a tenth."
+            )
         if self.video_every is not None and self.video_every <= 0:
             raise ValueError(
                 f"video_every must be > 0 agent steps (leave it out for no videos), got "

@@ -24,6 +24,7 @@ class Counter:
     target_reached_step: int | None = None
     counts: dict[str, int] = field(default_factory=dict)  # launcher events, e.g. actor restarts
     started: float = field(default_factory=time.time)
+    stopped_by: str | None = None  # a stop asked for by a callback ("callback")
 
     def __post_init__(self) -> None:
         window = self.config.return_window
@@ -58,15 +59,19 @@ class Counter:
         return min(1.0, max(done, self.time_progress()))
 
     def time_progress(self) -> float:
-        """Fraction of `max_time` used (0 without one)."""
-        if self.config.max_time is None:
+        """Fraction of the training's share of `max_time` used (0 without one)."""
+        budget = self.config.train_time
+        if budget is None:
             return 0.0
-        return min(1.0, self.elapsed / self.config.max_time)
+        return min(1.0, self.elapsed / budget)
 
     def stop_reason(self) -> str | None:
+        if self.stopped_by is not None:
+            return self.stopped_by
         if self.env_steps >= self.config.total_steps:
             return "total_steps"
-        if self.config.max_time is not None and self.elapsed >= self.config.max_time:
+        budget = self.config.train_time
+        if budget is not None and self.elapsed >= budget:
             return "max_time"
         if self.target_reached_at is not None:
             return "stop_at_return"

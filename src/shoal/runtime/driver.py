@@ -1,16 +1,19 @@
-"""What every launcher does around acting and learning: count, log, checkpoint, stop.
+"""What every launcher does around acting and learning: count, log, checkpoint, evaluate, stop.
 
 A launcher owns where the actors and the learner run; the `Driver` owns the run directory side:
 the `Counter`, metrics rows at fixed step counts, the console, periodic and final checkpoints,
-and Ctrl-C (first press: stop after the current update and checkpoint; second: abort).
+periodic and final evaluations, the callbacks, and Ctrl-C (first press: stop after the current
+update and checkpoint; second: abort). A launcher calls `after_update` after updates and
+`finish` once when its loop ends.
 """
 
 from __future__ import annotations
 
+import math
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -18,7 +21,9 @@ import torch
 from shoal.checkpoint import save_checkpoint
 from shoal.errors import DivergenceError
 from shoal.runtime.actor import ActorStats
+from shoal.runtime.callbacks import Callback, EarlyStopping, Evaluation, KeepBest, RunStart
 from shoal.runtime.counter import Counter
+from shoal.runtime.evaluations import Evaluator, evaluation_row
 from shoal.runtime.learning import ADVICE, non_finite
 from shoal.runtime.program import Program
 from shoal.runtime.recording import TrainingVideos
@@ -29,13 +34,24 @@ from shoal.telemetry import Console, MetricsWriter
 TIMING_KEYS = ("time", "steps_per_second")
 
 
+BEST_POLICY = "best.pt"  # --keep-best: the best evaluated policy, in the run directory
+
+
 class Driver:
-    def __init__(self, program: Program, resume: dict[str, Any] | None) -> None:
+    def __init__(
+        self,
+        program: Program,
+        resume: dict[str, Any] | None,
+        callbacks: Sequence[Callback] = (),
+        started: float | None = None,
+    ) -> None:
+        """`callbacks` run in this process after the ready ones the run's settings ask for;
+        `started`: when the command began (`time.time()`), from which --max-time counts."""
         self.program = program
         run = program.run
         self.resume = resume
         self.resume_count = 0 if resume is None else int(resume["resume_count"]) + 1
-        self.counter = Counter(run)
+        self.counter = Counter(run) if started is None else Counter(run, started=started)
         self.counts = self.counter.counts  # launcher events, e.g. actor restarts
         # The union of the acting policies' newest `Policy.state_dict`s (Agent57's bandits).
         self.policy_state: dict[str, Any] = {}
@@ -67,7 +83,16 @@ class Driver:
         )
         self._next_log = _next_multiple(self.counter.env_steps, run.log_interval)
         self._next_checkpoint = _next_multiple(self.counter.env_steps, run.checkpoint_interval)
+        self._next_eval = _next_multiple(self.counter.env_steps, run.eval_every or 1)
         self._last_log = (time.time(), self.counter.env_steps)
+        self._logged_step = self.counter.env_steps  # the step of the newest metrics row
+        # The newest update's metrics and policy lag, for the row written at the end.
+        self._metrics: Callable[[], dict[str, float]] = dict
+        self._lag = math.nan
+        self.callbacks = [*_ready_callbacks(program), *callbacks]
+        self.evaluator = Evaluator(program)
+        self.final: dict[str, Evaluation] = {}  # the final evaluations by mode
+        self._evaluated: dict[str, float] = {}  # evaluations' keys for the next row
         self._stop_requested = False
         self._previous_handler: Any = None
         self.replay: ReplaySnapshots | None = None  # the launcher's tables, once attached
@@ -112,12 +137,18 @@ class Driver:
         learner's figures) and a checkpoint when their step counts have been passed."""
         counter, run = self.counter, self.program.run
         counter.updates += updates
-        if counter.env_steps >= self._next_log:
-            now = time.time()
-            then, steps_then = self._last_log
-            rate = (counter.env_steps - steps_then) / max(now - then, 1e-9)
-            self.writer.write(self._row(metrics(), policy_lag, rate))
-            self._last_log = (now, counter.env_steps)
+        self._metrics, self._lag = metrics, policy_lag
+        # The row of the step a run ends at is written by `finish`, with the final evaluations
+        # (which stand in for a periodic one due then).
+        ending = counter.stop_reason() is not None
+        if run.eval_every and counter.env_steps >= self._next_eval and not ending:
+            evaluation = self._evaluate(
+                learner_state(), "greedy", run.eval_every_episodes, final=False
+            )
+            self._evaluated.update(evaluation_row(evaluation))
+            self._next_eval = _next_multiple(counter.env_steps, run.eval_every)
+        if (counter.env_steps >= self._next_log or self._evaluated) and not ending:
+            self._write_row()
             self._next_log = _next_multiple(counter.env_steps, run.log_interval)
         if counter.env_steps >= self._next_checkpoint:
             self.checkpoint(learner_state())
@@ -125,6 +156,83 @@ class Driver:
         if self.videos is not None and counter.env_steps >= self._next_video:
             self.videos.record(counter.env_steps, learner_state(), self.policy_state)
             self._next_video = _next_multiple(counter.env_steps, run.video_every or 1)
+
+    def finish(self, learner_state: dict[str, Any]) -> None:
+        """The end of a run: the final checkpoint; unless Ctrl-C stopped it, the final greedy
+        and sampling evaluations within what --max-time leaves (`RunConfig.final_eval_time`);
+        then the last metrics row, with the evaluations' keys, if anything happened since the
+        newest row."""
+        self.checkpoint(learner_state)
+        run = self.program.run
+        if not self._stop_requested and run.eval_episodes > 0:
+            bound = run.final_eval_time
+            if bound is not None and run.max_time is not None:  # what training left of it
+                bound = max(bound, run.max_time - self.counter.elapsed)
+            deadline = None if bound is None else time.monotonic() + bound
+            self.evaluator.prepare(run.eval_episodes)  # then the two share what is left
+            for share, mode in ((0.5, "greedy"), (1.0, "sample")):
+                left = None if deadline is None else share * (deadline - time.monotonic())
+                evaluation = self._evaluate(
+                    learner_state, mode, run.eval_episodes, final=True, max_time=left
+                )
+                self.final[mode] = evaluation
+                self._evaluated.update(evaluation_row(evaluation))
+        if self.counter.env_steps > self._logged_step or self._evaluated:
+            self._write_row()
+
+    def end(self, summary: dict[str, Any]) -> None:
+        """Tell the callbacks the run is over (`summary`: what summary.json holds)."""
+        for callback in self.callbacks:
+            callback.on_end(summary)
+
+    def _evaluate(
+        self,
+        learner_state: dict[str, Any],
+        mode: str,
+        episodes: int,
+        final: bool,
+        max_time: float | None = None,
+    ) -> Evaluation:
+        evaluation = self.evaluator.evaluate(
+            self.counter.env_steps,
+            learner_state,
+            self.policy_state,
+            mode=mode,  # type: ignore[arg-type]
+            episodes=episodes,
+            final=final,
+            max_time=max_time,
+            progress=final and self.program.run.progress,
+        )
+        if not final:
+            self.console.print(
+                f"evaluation at {self.counter.env_steps} steps: mean return "
+                f"{evaluation.mean_return:.2f} over {evaluation.result.episodes} episodes"
+            )
+        self._tell("on_evaluation", evaluation)
+        return evaluation
+
+    def _write_row(self) -> None:
+        """A metrics row of the run so far, with the evaluations made since the last one."""
+        counter, now = self.counter, time.time()
+        then, steps_then = self._last_log
+        rate = (counter.env_steps - steps_then) / max(now - then, 1e-9)
+        row = self._row(self._metrics(), self._lag, rate)
+        row.update(self._evaluated)
+        self._evaluated = {}
+        self.writer.write(row)
+        self._last_log = (now, counter.env_steps)
+        self._logged_step = counter.env_steps
+        self._tell("on_row", row)
+
+    def _tell(self, method: str, *args: Any) -> None:
+        """Call `method` of every callback; one that returns False stops the run."""
+        for callback in self.callbacks:
+            if getattr(callback, method)(*args) is False and self.counter.stopped_by is None:
+                self.counter.stopped_by = "callback"
+                self.console.print(
+                    f"{type(callback).__name__}.{method} stopped the run at "
+                    f"{self.counter.env_steps} steps."
+                )
 
     def should_stop(self) -> bool:
         return self._stop_requested or self.counter.stop_reason() is not None
@@ -157,13 +265,14 @@ class Driver:
             "policies": dict(self.policy_state),
         }
         run = self.program.run
-        save_checkpoint(
+        path = save_checkpoint(
             self.program.checkpoint_dir,
             counter.env_steps,
             payload,
             run.keep_checkpoints,
             self.replay.save if self.replay is not None else None,
         )
+        self._tell("on_checkpoint", path, counter.env_steps)
 
     def _row(self, metrics: dict[str, float], policy_lag: float, rate: float) -> dict[str, Any]:
         counter = self.counter
@@ -186,6 +295,16 @@ class Driver:
     def __enter__(self) -> Driver:
         if threading.current_thread() is threading.main_thread():
             self._previous_handler = signal.signal(signal.SIGINT, self._on_sigint)
+        program = self.program
+        start = RunStart(
+            program.run_dir,
+            program.agent.name,
+            program.env_id,
+            program.seed,
+            program.run.total_steps,
+            self.counter.env_steps,
+        )
+        self._tell("on_start", start)
         return self
 
     def _on_sigint(self, signum: int, frame: Any) -> None:
@@ -197,6 +316,7 @@ class Driver:
         if self._previous_handler is not None:
             signal.signal(signal.SIGINT, self._previous_handler)
         self.console.close()
+        self.evaluator.close()
         self.writer.close(ok=exc[0] is None)
         if self.videos is not None:
             self.videos.close()
@@ -204,6 +324,16 @@ class Driver:
             self.console.print(
                 f"interrupted at {self.counter.env_steps} steps; a checkpoint was written."
             )
+
+
+def _ready_callbacks(program: Program) -> list[Callback]:
+    """The callbacks the run's settings ask for: --keep-best and --early-stop-patience."""
+    run, ready = program.run, []
+    if run.eval_every and run.keep_best:
+        ready.append(KeepBest(program.run_dir / BEST_POLICY))
+    if run.early_stop_patience:
+        ready.append(EarlyStopping(run.early_stop_patience))
+    return ready
 
 
 def _next_multiple(value: int, interval: int) -> int:

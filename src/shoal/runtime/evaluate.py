@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import NamedTuple
 
 import numpy as np
+from tqdm import tqdm
 
 from shoal.envs.registry import EnvFactory
 from shoal.envs.spec import EnvSpec
@@ -22,40 +25,83 @@ class EvalResult:
     min_return: float
     max_return: float
     mean_length: float
+    # Episodes still running when the evaluation's time bound passed, left out of the figures
+    # above, unless no episode ended at all: then the figures are those episodes' returns so
+    # far (`partial`), which is all there is to say of a policy that never ends an episode.
+    unfinished: int = 0
+    partial: bool = False
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
 
     def line(self, deterministic: bool) -> str:
         mode = "deterministic" if deterministic else "stochastic"
+        what = f"{self.episodes} episodes"
+        if self.partial:
+            what = f"no episode ended in its time bound: returns so far of {self.episodes}"
+        elif self.unfinished:
+            what += f"; {self.unfinished} more still running at its time bound, left out"
         return (
-            f"evaluation ({mode}, {self.episodes} episodes): mean return {self.mean_return:.2f} "
+            f"evaluation ({mode}, {what}): mean return {self.mean_return:.2f} "
             f"± {self.std_return:.2f} (min {self.min_return:.2f}, max {self.max_return:.2f}), "
             f"mean length {self.mean_length:.1f}"
         )
 
 
 def evaluate_policy(
-    acting: Acting, factory: EnvFactory, spec: EnvSpec, episodes: int, seed: int
+    acting: Acting,
+    factory: EnvFactory,
+    spec: EnvSpec,
+    episodes: int,
+    seed: int,
+    max_time: float | None = None,
+    progress: bool = False,
+    env: VectorEnv | None = None,
 ) -> EvalResult:
     """Mean return of `episodes` whole episodes, stepping up to 8 envs together.
 
-    `acting` holds the policy in its evaluation mode and carries each env's recurrent state."""
-    width = max(1, min(episodes, 8))
-    env = InProcessVectorEnv([factory] * width, spec, seed)
+    `acting` holds the policy in its evaluation mode and carries each env's recurrent state.
+    `max_time`: seconds after which the episodes still running are cut (`EvalResult.unfinished`);
+    `progress`: a bar of episodes on stderr; `env`: the vector env to step (of
+    `eval_width(episodes)` envs, reset here and left open), else one made and closed here."""
+    deadline = None if max_time is None else time.monotonic() + max_time
+    owned = env is None
+    if env is None:
+        env = InProcessVectorEnv([factory] * eval_width(episodes), spec, seed)
+    bar = (
+        tqdm(total=episodes, desc="evaluating", unit="episode", leave=False, file=sys.stderr)
+        if progress
+        else None
+    )
+    ended: list[Ended] = []
     try:
-        ended = list(run_episodes(acting, env, episodes))
+        for episode in run_episodes(acting, env, episodes, deadline):
+            ended.append(episode)
+            if bar is not None and not episode.cut:
+                bar.update(1)
     finally:
-        env.close()
-    values = np.array([e.episode_return for e in ended])
+        if owned:
+            env.close()
+        if bar is not None:
+            bar.close()
+    whole = [e for e in ended if not e.cut]
+    counted = whole or ended  # no episode ended: what the cut ones had so far
+    values = np.array([e.episode_return for e in counted])
     return EvalResult(
         episodes=len(values),
         mean_return=float(values.mean()),
         std_return=float(values.std()),
         min_return=float(values.min()),
         max_return=float(values.max()),
-        mean_length=float(np.mean([e.length for e in ended])),
+        mean_length=float(np.mean([e.length for e in counted])),
+        unfinished=len(ended) - len(whole) if whole else 0,
+        partial=not whole,
     )
+
+
+def eval_width(episodes: int) -> int:
+    """How many envs step together to play `episodes` episodes."""
+    return max(1, min(episodes, 8))
 
 
 class Ended(NamedTuple):
@@ -63,22 +109,35 @@ class Ended(NamedTuple):
     episode_return: float
     length: int
     truncated: bool  # cut by a time limit (Atari: the frame cap), not ended by the game
+    cut: bool = False  # still running at the evaluation's deadline: a return so far
 
 
-def run_episodes(acting: Acting, env: VectorEnv, episodes: int) -> Iterator[Ended]:
+def run_episodes(
+    acting: Acting, env: VectorEnv, episodes: int, deadline: float | None = None
+) -> Iterator[Ended]:
     """Step `env` (freshly made, not yet reset) with `acting` until `episodes` episodes ended.
 
     Yields each counted episode as it ends. The first `episodes` episodes to start are counted:
     an env that ends an episode once that many have started stops counting, so long episodes
-    are not left out in favour of short ones."""
+    are not left out in favour of short ones. Past `deadline` (`time.monotonic()`), the counted
+    episodes still running are yielded as they stand, `cut`, and stepping stops."""
     width = env.num_envs
     obs = env.reset()
     started = width  # episodes begun
     active = np.ones(width, bool)
+    running = np.zeros(width)  # each env's return and length so far
+    lengths = np.zeros(width, np.int64)
     counted = 0
     while counted < episodes:
+        if deadline is not None and time.monotonic() >= deadline:
+            for b in np.nonzero(active)[0]:
+                yield Ended(int(b), float(running[b]), int(lengths[b]), False, cut=True)
+            return
         step = env.step(acting.act(obs)[0])
-        acting.observe(step.reward, step.terminated | step.truncated)
+        done = step.terminated | step.truncated
+        running += step.reward
+        lengths += 1
+        acting.observe(step.reward, done)
         ended = np.nonzero(step.terminated | step.truncated)[0]
         for k, b in enumerate(ended):
             if active[b] and counted < episodes:
@@ -93,4 +152,5 @@ def run_episodes(acting: Acting, env: VectorEnv, episodes: int) -> Iterator[Ende
                     started += 1
                 else:
                     active[b] = False
+        running[done], lengths[done] = 0.0, 0
         obs = step.obs

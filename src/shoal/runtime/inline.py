@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import torch
@@ -27,8 +27,8 @@ import torch
 from shoal.data import Table
 from shoal.envs.registry import make_vector_env
 from shoal.runtime.actor import Actor, ActorStats, build_actor
+from shoal.runtime.callbacks import Callback
 from shoal.runtime.central import CentralActing, EnvLoop
-from shoal.runtime.counter import Counter
 from shoal.runtime.driver import TIMING_KEYS, Driver
 from shoal.runtime.learning import LearnerLoop, WeightsBoard, build_learner
 from shoal.runtime.program import Program
@@ -39,19 +39,25 @@ __all__ = ["TIMING_KEYS", "run_inline"]
 WAIT_S = 0.05  # how long the learner waits for a batch before it looks at the stop conditions
 
 
-def run_inline(program: Program, resume: dict[str, Any] | None = None) -> Counter:
-    """Train until a stop condition holds; write metrics and checkpoints to the run directory."""
+def run_inline(
+    program: Program,
+    resume: dict[str, Any] | None = None,
+    callbacks: Sequence[Callback] = (),
+    started: float | None = None,
+) -> Driver:
+    """Train until a stop condition holds, writing metrics and checkpoints to the run
+    directory, then evaluate; the driver returned holds the counts and final evaluations."""
     run = program.run
     torch.set_num_threads(run.torch_threads)
     torch.manual_seed(program.seed)
-    with Driver(program, resume) as driver:
+    with Driver(program, resume, callbacks, started) as driver:
         if run.inference == "central":
             _central(driver, program)
         elif program.overlaps:
             _overlapped(driver, program)
         else:
             _in_turn(driver, program)
-    return driver.counter
+    return driver
 
 
 def _in_turn(driver: Driver, program: Program) -> None:
@@ -85,7 +91,7 @@ def _in_turn(driver: Driver, program: Program) -> None:
             while table.can_sample():
                 loop.try_update()
                 driver.after_update(loop.metrics, loop.lag, loop.state_dict)
-        driver.checkpoint(loop.state_dict())
+        driver.finish(loop.state_dict())
     finally:
         actor.close()
 
@@ -116,7 +122,7 @@ def _learn_beside(driver: Driver, loop: LearnerLoop, acting: _Acting) -> None:
             driver.add_experience(stats)
         if loop.try_update(WAIT_S):
             driver.after_update(loop.metrics, loop.lag, loop.state_dict)
-    driver.checkpoint(loop.state_dict())
+    driver.finish(loop.state_dict())
 
 
 class _ActorThread(threading.Thread):

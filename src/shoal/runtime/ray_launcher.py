@@ -20,6 +20,7 @@ import contextlib
 import json
 import os
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -28,8 +29,8 @@ import torch
 from shoal.checkpoint import list_checkpoints
 from shoal.config import write_atomically
 from shoal.errors import ShoalError
+from shoal.runtime.callbacks import Callback
 from shoal.runtime.config import parse_resources
-from shoal.runtime.counter import Counter
 from shoal.runtime.driver import Driver
 from shoal.runtime.program import Program
 from shoal.runtime.ray_connect import connect, start_local
@@ -45,7 +46,12 @@ WAIT_S = 1.0  # the driver looks at the stop conditions at least this often
 WATCH_S = 2.0  # a replay shard's watch call returns this often, with what the shard holds
 
 
-def run_ray(program: Program, resume: dict[str, Any] | None = None) -> Counter:
+def run_ray(
+    program: Program,
+    resume: dict[str, Any] | None = None,
+    callbacks: Sequence[Callback] = (),
+    started: float | None = None,
+) -> Driver:
     import ray
 
     run = program.run
@@ -64,7 +70,7 @@ def run_ray(program: Program, resume: dict[str, Any] | None = None) -> Counter:
     handles: list[Any] = []
     prefix = f"shoal-{uuid.uuid4().hex[:12]}"  # actors find each other by these names
     try:
-        with Driver(program, resume) as driver:
+        with Driver(program, resume, callbacks, started) as driver:
             shards = _start_shards(ray, program, prefix) if sharded else []
             handles += shards
             if shards:  # the resumed replay is restored before any actor can insert
@@ -99,13 +105,13 @@ def run_ray(program: Program, resume: dict[str, Any] | None = None) -> Counter:
             placement = _record_placement(ray, program, roles)
             loop = _Loop(ray, driver, roles, central, placement)
             loop.run()
-            driver.checkpoint(loop.learner_state())
+            driver.finish(loop.learner_state())
     finally:
         for handle in handles:
             ray.kill(handle)
         if started_here:
             ray.shutdown()
-    return driver.counter
+    return driver
 
 
 def _start_shards(ray: Any, program: Program, prefix: str) -> list:

@@ -127,8 +127,37 @@ class JsonlTracker:
         self.file.close()
 
 
+# TensorBoard shows one section of cards per tag prefix: a row's keys go to five sections
+# (metrics.jsonl keeps the plain keys; the README maps the two).
+_ROLLOUT = frozenset({"return_mean", "episode_length_mean", "episodes", "frames"})
+_PERF = frozenset({"steps_per_second", "time", "updates", "policy_lag"})
+_PERF_PREFIXES = ("inference_", "env_step_ms")
+_DATA_PREFIXES = ("replay_", "unrolls_")
+_FAULT_SUFFIXES = ("_restarts", "_reconnects", "_items_lost")
+
+
+def tensorboard_tag(key: str) -> str:
+    """Where a metrics key shows in TensorBoard: `rollout/`, `eval/`, `train/` (what the
+    learner reports), `data/` (replay and queues), `perf/` (speed, lag) or `faults/`; keys
+    that name their own group (`bandit/count_arm00`) stay as they are."""
+    if "/" in key:
+        return f"perf/{key}" if key.startswith(_PERF_PREFIXES) else key
+    if key.startswith("eval_"):
+        return "eval/" + key.removeprefix("eval_")
+    if key in _ROLLOUT:
+        return f"rollout/{key}"
+    if key in _PERF or key.startswith(_PERF_PREFIXES):
+        return f"perf/{key}"
+    if key.endswith(_FAULT_SUFFIXES):
+        return f"faults/{key}"
+    if key.startswith(_DATA_PREFIXES):
+        return f"data/{key}"
+    return f"train/{key}"
+
+
 class TensorBoardTracker:
-    """TensorBoard scalars under `RUN_DIR/tb`, one per number of the row."""
+    """TensorBoard scalars under `RUN_DIR/tb`, one per number of the row, grouped by
+    `tensorboard_tag`."""
 
     def __init__(self, run_dir: Path, resume_step: int | None) -> None:
         from torch.utils.tensorboard import SummaryWriter
@@ -139,7 +168,7 @@ class TensorBoardTracker:
     def write(self, row: dict[str, Any]) -> None:
         step = int(row["env_steps"])
         for key, value in scalars(row).items():
-            self.writer.add_scalar(key, value, step)
+            self.writer.add_scalar(tensorboard_tag(key), value, step)
 
     def close(self, ok: bool) -> None:
         self.writer.close()
