@@ -20,7 +20,7 @@ from shoal import experiment
 from shoal.checkpoint import POLICY_FORMAT, list_checkpoints, load_latest, read_any, save_policy
 from shoal.config import dump_yaml, write_atomically
 from shoal.envs.config import EnvConfig
-from shoal.envs.observations import observation_conversion
+from shoal.envs.observations import ObservationConversion
 from shoal.envs.registry import EnvSource, is_env_object, source_of, spec_of_source
 from shoal.envs.spec import EnvSpec
 from shoal.errors import (
@@ -460,7 +460,7 @@ class LoadedPolicy:
         raw = self.spec.raw_observation_space
         if raw is not None:
             try:
-                obs = observation_conversion(raw, self.env_config.image_layout)(obs)
+                obs = ObservationConversion(raw, self.env_config.image_layout)(obs)
             except ValueError as err:
                 raise ShoalError(
                     f"{caller} takes observations as {self.env_id} returns them, or a batch of "

@@ -13,7 +13,7 @@ import shoal
 from shoal.cli import main
 from shoal.envs import make_env
 from shoal.envs.config import EnvConfig
-from shoal.envs.observations import observation_conversion
+from shoal.envs.observations import ObservationConversion
 from shoal.envs.registry import env_spec, source_of, spec_of_source
 from shoal.envs.spec import EnvSpec
 from shoal.envs.vector import InProcessVectorEnv
@@ -149,7 +149,7 @@ def test_a_spec_read_back_from_a_file_converts_as_the_env_did(tmp_path):
     torch.save(spec.to_data(), tmp_path / "spec.pt")
     read = EnvSpec.from_data(torch.load(tmp_path / "spec.pt", weights_only=True))
     assert read.observation_space == spec.observation_space
-    convert = observation_conversion(read.raw_observation_space)
+    convert = ObservationConversion(read.raw_observation_space)
     obs = vector.reset()
     for i, raw in enumerate(_raw(vector)):
         converted = convert(raw)

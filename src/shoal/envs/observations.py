@@ -40,7 +40,6 @@ __all__ = [
     "ObservationConversion",
     "adapt_observations",
     "is_text_space",
-    "observation_conversion",
 ]
 
 ImageLayout = Literal["auto", "channels_first", "channels_last"]
@@ -179,13 +178,6 @@ class ObservationConversion:
                 )
             )
         return {k: entry(obs[k], f"observation[{k!r}]") for k, entry in self._entries.items()}
-
-
-def observation_conversion(
-    raw_space: gym.spaces.Space, image_layout: ImageLayout = "auto"
-) -> ObservationConversion:
-    """The conversion of observations of `raw_space` (module docstring)."""
-    return ObservationConversion(raw_space, image_layout)
 
 
 class ConvertedObservations(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
