@@ -28,6 +28,7 @@ from shoal.checkpoint import (
 )
 from shoal.config import dump_yaml, write_atomically
 from shoal.envs.config import EnvConfig
+from shoal.envs.observations import ObservationConversion
 from shoal.envs.registry import EnvSource, is_env_object, source_of, spec_of_source
 from shoal.envs.spec import EnvSpec
 from shoal.errors import (
@@ -414,8 +415,10 @@ class LoadedPolicy:
     def act(self, obs: Any) -> np.ndarray:
         """The action for one observation, or the actions `[n, ...]` for a batch `[n, ...]`.
 
-        Observations that are not numeric, hold NaN or inf, or fit neither the observation
-        space's shape nor a batch of it raise a ShoalError."""
+        Observations are as the env itself returns them (e.g. MiniGrid's dict of an (H, W, C)
+        image, an int direction and the mission text), converted as in training. Observations
+        that are not numeric, hold NaN or inf, or fit neither the observation space's shape nor
+        a batch of it raise a ShoalError."""
         batch, single = self._batch(obs, "act")
         actions = self.acting.act(batch)[0]
         return actions[0] if single else actions
@@ -429,7 +432,8 @@ class LoadedPolicy:
         reward: Any = None,
         episode_start: Any = None,
     ) -> tuple[np.ndarray, PolicyState | None]:
-        """`(action, state)` for one observation or a batch `[n, ...]`, as in Stable-Baselines3.
+        """`(action, state)` for one observation or a batch `[n, ...]`, as in Stable-Baselines3
+        (observations as the env returns them, as for `act`).
 
         `state` is None at the start of episodes, then what the previous call returned (it is
         None throughout for feed-forward policies). For recurrent policies that see the last
@@ -486,8 +490,17 @@ class LoadedPolicy:
         return array.astype(bool) if name == "episode_start" else array
 
     def _batch(self, obs: Any, caller: str) -> tuple[Any, bool]:
-        """`obs` checked against the observation space, as a batch `[n, ...]`, and whether it
-        was one observation."""
+        """`obs` converted as training converted the env's observations, checked against the
+        observation space, as a batch `[n, ...]`, and whether it was one observation."""
+        raw = self.spec.raw_observation_space
+        if raw is not None:
+            try:
+                obs = ObservationConversion(raw, self.env_config.image_layout)(obs)
+            except ValueError as err:
+                raise ShoalError(
+                    f"{caller} takes observations as {self.env_id} returns them, or a batch of "
+                    f"them; {err}"
+                ) from None
         boxes = self.spec.obs_boxes
         if isinstance(boxes, dict) != isinstance(obs, Mapping) or (
             isinstance(boxes, dict) and set(obs) != set(boxes)

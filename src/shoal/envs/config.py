@@ -20,6 +20,11 @@ class EnvConfig:
     import_module: str | None = param(
         None, "Import this module first, e.g. one that registers ids."
     )
+    image_layout: Literal["auto", "channels_first", "channels_last"] = param(
+        "auto",
+        "Rank-3 Box observations: channels-last ones are transposed to channels-first; auto "
+        "reads (H, W, C) when the last dim is 1..4 and the first larger than 4.",
+    )
     double_buffer: bool = param(
         True,
         "envpool: two halves of the envs step in turn, one while the policy acts on the other "

@@ -44,6 +44,7 @@ def describe_families() -> str:
 def describe_env(env_id: str, config: EnvConfig) -> str:
     source = resolve_env(env_id, config)
     spec = env_spec(env_id, config)
+    raw = spec.raw_observation_space
     return "\n".join(
         [
             f"{env_id}",
@@ -51,6 +52,7 @@ def describe_env(env_id: str, config: EnvConfig) -> str:
             f"  backend:            {source.backend}",
             f"  frames per step:    {source.frames_per_step}",
             f"  observation space:  {spec.observation_space}",
+            *([] if raw is None else [f"    converted from:   {raw}"]),
             f"  action space:       {spec.action_space}",
         ]
     )

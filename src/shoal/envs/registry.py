@@ -9,6 +9,10 @@ Ids:
 - `package.module:function`, a function returning a `gymnasium.Env` or a `dm_env.Environment`
   (adapted to Gymnasium), called with no argument or, if it takes one, with the env copy's seed.
 
+Every factory converts observations shoal's networks cannot take as they are
+(`shoal.envs.observations`: channels-last images, Discrete entries, text), so everything that
+makes envs from an `EnvSource` sees the same observation space.
+
 Python callers may also pass an env object (`source_of`): a `gymnasium.Env` (each env copy is a
 `copy.deepcopy` of it), a function as above, or a Gymnasium vector env (its first env function,
 or its registered id, makes each copy). Such a run's config records a description in angle
@@ -21,10 +25,12 @@ Factories are `functools.partial`s of module-level functions, so they pickle for
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import importlib
 import inspect
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -32,8 +38,9 @@ from typing import Any
 import gymnasium as gym
 
 from shoal.envs.config import EnvConfig
+from shoal.envs.observations import ConvertedObservations, ImageLayout, adapt_observations
 from shoal.envs.spec import EnvSpec
-from shoal.errors import EnvError, close_matches
+from shoal.errors import EnvError, ShoalWarning, close_matches
 
 EnvFactory = Callable[[], gym.Env]
 MINATAR_PREFIX = "minatar:"
@@ -50,6 +57,15 @@ class EnvSource:
     frames_per_step: int = 1
     like: str | None = None  # an env object's registered id, whose presets apply to it
     num_envs: int | None = None  # a vector env object's number of envs
+
+
+def _adapted_env(make: EnvFactory, image_layout: ImageLayout) -> gym.Env:
+    return adapt_observations(make(), image_layout)
+
+
+def _adapted(source: EnvSource, config: EnvConfig) -> EnvSource:
+    factory = functools.partial(_adapted_env, source.factory, config.image_layout)
+    return dataclasses.replace(source, factory=factory)
 
 
 def _gymnasium_env(env_id: str, **kwargs: Any) -> gym.Env:
@@ -207,6 +223,10 @@ def _known_ids() -> list[str]:
 def resolve_env(env_id: str, config: EnvConfig | None = None) -> EnvSource:
     """Where `env_id` comes from and how to build it, or a clear EnvError with close matches."""
     config = config or EnvConfig()
+    return _adapted(_resolve(env_id, config), config)
+
+
+def _resolve(env_id: str, config: EnvConfig) -> EnvSource:
     if config.import_module:
         try:
             importlib.import_module(config.import_module)
@@ -253,12 +273,13 @@ def is_env_object(env_id: str) -> bool:
 def source_of(env: Any, config: EnvConfig | None = None) -> EnvSource:
     """How to build `env`: an id or `module:function` string (`resolve_env`), a gymnasium.Env,
     a function making one (or a dm_env.Environment), or a Gymnasium vector env."""
+    config = config or EnvConfig()
     if isinstance(env, str):
         return resolve_env(env, config)
     if isinstance(env, gym.vector.VectorEnv):
-        return _vector_source(env)
+        return _adapted(_vector_source(env), config)
     if isinstance(env, gym.Env):
-        return _instance_source(env)
+        return _adapted(_instance_source(env), config)
     if _is_dm_env(env):
         raise EnvError(
             f"shoal cannot copy a dm_env environment ({type(env).__name__}) for its env copies. "
@@ -267,9 +288,8 @@ def source_of(env: Any, config: EnvConfig | None = None) -> EnvSource:
         )
     if callable(env):
         name = _callable_name(env)
-        return EnvSource(
-            f"<callable {name}>", "object", "object", functools.partial(_callable_env, env)
-        )
+        factory = functools.partial(_callable_env, env)
+        return _adapted(EnvSource(f"<callable {name}>", "object", "object", factory), config)
     raise EnvError(
         f"env must be an environment id such as 'CartPole-v1', a 'package.module:function' "
         f"factory, a gymnasium.Env, a function returning one, or a Gymnasium vector env; got "
@@ -354,11 +374,29 @@ def env_spec(env_id: str, config: EnvConfig | None = None) -> EnvSpec:
 
 
 def spec_of_source(source: EnvSource) -> EnvSpec:
-    """Spaces of `source`'s envs, read from one env that is then closed."""
+    """Spaces of `source`'s envs, read from one env that is then closed; a ShoalWarning names
+    the text entries its observations drop."""
     env = built(source)
     try:
+        raw = None
+        if isinstance(env, ConvertedObservations):
+            raw = env.conversion.raw_space
+            if env.conversion.dropped:
+                kinds = ", ".join(
+                    f"{k!r} ({type(raw[k]).__name__})" for k in env.conversion.dropped
+                )
+                warnings.warn(
+                    f"{source.env_id}: observation entries holding text are dropped ({kinds}); "
+                    "shoal's networks take numbers.",
+                    ShoalWarning,
+                    stacklevel=2,
+                )
         return EnvSpec(
-            source.env_id, env.observation_space, env.action_space, source.frames_per_step
+            source.env_id,
+            env.observation_space,
+            env.action_space,
+            source.frames_per_step,
+            raw_observation_space=raw,
         )
     finally:
         env.close()

@@ -20,6 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 from shoal.envs.config import EnvConfig
+from shoal.envs.observations import adapt_observations
 from shoal.envs.registry import make_env, resolve_env
 from shoal.errors import EnvError
 
@@ -87,13 +88,15 @@ def _rgb_gymnasium(env_id: str, config: EnvConfig) -> gym.Env:
     # display and print an error where there is none.
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     try:
-        return gym.make(env_id, render_mode="rgb_array")
+        env = gym.make(env_id, render_mode="rgb_array")
     except Exception as err:
         raise cannot_render(
             env_id,
             f"failed to build with render_mode='rgb_array' ({type(err).__name__}: {err})",
             "Install what its renderer needs (classic control: pip install pygame).",
         ) from None
+    # Made here, not by the registry's factory (for the render mode): converted as it converts.
+    return adapt_observations(env, config.image_layout)
 
 
 def _checked_render(env: gym.Env, env_id: str) -> Callable[[], np.ndarray]:

@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from shoal.envs.observations import is_text_space
 from shoal.errors import EnvError
 
 
@@ -18,20 +19,26 @@ class EnvSpec:
 
     Observations are a Box (vectors, channels-first images) or a Dict of Boxes. `frames_per_step`
     is how many emulator frames one agent step covers (4 for Atari), to report both counts.
+    `raw_observation_space` is the env's own space when the registry converts its observations
+    to `observation_space` (`shoal.envs.observations`), else None.
     """
 
     env_id: str
     observation_space: gym.spaces.Space
     action_space: gym.spaces.Space
     frames_per_step: int = 1
+    raw_observation_space: gym.spaces.Space | None = None
 
     def __post_init__(self) -> None:
         space = self.observation_space
         boxes = space.spaces.values() if isinstance(space, gym.spaces.Dict) else [space]
         if not all(isinstance(box, gym.spaces.Box) for box in boxes):
             raise EnvError(
-                f"{self.env_id}: observation space {space} is not supported; shoal handles Box "
-                "observations (vectors and images) and Dict spaces of Boxes."
+                f"{self.env_id}: observation space {space} is not supported. shoal takes Box "
+                "observations (vectors, images), and converts Discrete, MultiDiscrete and "
+                "MultiBinary ones to one-hot or 0/1 vectors, within a Dict too (dropping text "
+                "entries). Wrap the env in a gymnasium.ObservationWrapper that returns one of "
+                "these, e.g. gymnasium.wrappers.FlattenObservation for a Tuple or a nested Dict."
             )
         if not isinstance(self.action_space, gym.spaces.Discrete | gym.spaces.Box):
             raise EnvError(
@@ -51,6 +58,11 @@ class EnvSpec:
             "observation_space": _space_data(self.observation_space),
             "action_space": _space_data(self.action_space),
             "frames_per_step": self.frames_per_step,
+            "raw_observation_space": (
+                None
+                if self.raw_observation_space is None
+                else _space_data(self.raw_observation_space)
+            ),
         }
 
     @classmethod
@@ -60,6 +72,12 @@ class EnvSpec:
             _space_of(data["observation_space"]),
             _space_of(data["action_space"]),
             int(data["frames_per_step"]),
+            # Absent from files written before observations were converted.
+            raw_observation_space=(
+                None
+                if data.get("raw_observation_space") is None
+                else _space_of(data["raw_observation_space"])
+            ),
         )
 
     @property
@@ -120,11 +138,26 @@ class EnvSpec:
         return np.dtype(np.int64) if self.discrete else np.dtype(np.float32)
 
 
+_TEXT_LENGTH = 1024  # of the Text a saved text entry reads back as (only its kind matters)
+
+
 def _space_data(space: gym.spaces.Space) -> dict[str, Any]:
     if isinstance(space, gym.spaces.Dict):
         return {"kind": "dict", "spaces": {k: _space_data(v) for k, v in space.spaces.items()}}
     if isinstance(space, gym.spaces.Discrete):
         return {"kind": "discrete", "n": int(space.n), "start": int(space.start)}
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        nvec, start = np.asarray(space.nvec, np.int64), np.asarray(space.start, np.int64)
+        return {
+            "kind": "multi_discrete",
+            "nvec": torch.from_numpy(nvec),
+            "start": torch.from_numpy(start),
+        }
+    if isinstance(space, gym.spaces.MultiBinary):
+        return {"kind": "multi_binary", "shape": list(space.shape)}
+    if is_text_space(space):
+        # Only its being text matters (it is dropped); a MissionSpace's function is not kept.
+        return {"kind": "text"}
     return {
         "kind": "box",
         "low": torch.from_numpy(np.array(space.low)),
@@ -138,5 +171,11 @@ def _space_of(data: dict[str, Any]) -> gym.spaces.Space:
         return gym.spaces.Dict({k: _space_of(v) for k, v in data["spaces"].items()})
     if data["kind"] == "discrete":
         return gym.spaces.Discrete(data["n"], start=data["start"])
+    if data["kind"] == "multi_discrete":
+        return gym.spaces.MultiDiscrete(data["nvec"].numpy(), start=data["start"].numpy())
+    if data["kind"] == "multi_binary":
+        return gym.spaces.MultiBinary(data["shape"])
+    if data["kind"] == "text":
+        return gym.spaces.Text(max_length=_TEXT_LENGTH)
     low, high = data["low"].numpy(), data["high"].numpy()
     return gym.spaces.Box(low, high, low.shape, np.dtype(data["dtype"]))

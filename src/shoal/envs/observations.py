@@ -1,0 +1,254 @@
+"""Observations as shoal's networks take them: a Box (images channels-first) or a Dict of Boxes.
+
+The registry wraps every env it makes with `adapt_observations`, so every launcher, the
+evaluator, videos and `shoal.load(...).predict` see one converted space. What is converted:
+
+- an image, a Box of rank 3: channels-last `(H, W, C)` is transposed to channels-first
+  `(C, H, W)`, its dtype kept (uint8 stays uint8). With `image_layout="auto"` an image is
+  channels-last when its last dim is 1..4 (grey, RGB, RGBA, up to 4 stacked frames) and its
+  first dim is larger than 4; channels-first when its first dim is 1..4 and its last larger, or
+  when both are larger than 4 (e.g. MinAtar's `(10, 10, 10)`); both 1..4 (e.g. `(3, 3, 3)`)
+  could be either, and raises an EnvError asking for `image_layout`;
+- `Discrete(n, start)`: a one-hot `Box(0, 1, (n,), float32)`, value `start + i` at index i;
+- `MultiDiscrete(nvec, start)`: the one-hots of its entries, concatenated, `(sum(nvec),)`;
+- `MultiBinary`: a float32 `Box(0, 1)` of its shape;
+- Text entries of a Dict (and other spaces of strings, such as MiniGrid's `MissionSpace`):
+  dropped, since the networks take numbers; the registry warns in one line when it reads the
+  spec;
+- a Dict: each entry by these rules. Other spaces (Tuple, nested Dicts) are left as they are,
+  for `EnvSpec` to refuse with its advice.
+
+Conversions act on the trailing dims, so the same `ObservationConversion` converts one
+observation or a batch `[n, ...]` (what `predict` is given). A value outside its space (a
+Discrete entry out of range, an image of another shape) raises ValueError, which the vector
+envs report naming the env and the step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import gymnasium as gym
+import numpy as np
+
+from shoal.errors import EnvError
+
+__all__ = [
+    "ConvertedObservations",
+    "ImageLayout",
+    "ObservationConversion",
+    "adapt_observations",
+    "is_text_space",
+]
+
+ImageLayout = Literal["auto", "channels_first", "channels_last"]
+MAX_CHANNELS = 4  # of a channels-last image that `auto` detects
+
+
+class _Keep:
+    """An entry passed through as it is."""
+
+    def __init__(self, space: gym.spaces.Space) -> None:
+        self.space = space
+
+    def __call__(self, value: Any, name: str) -> Any:
+        return value
+
+
+class _ChannelsFirst:
+    """A channels-last image `[..., H, W, C]` -> `[..., C, H, W]`, dtype kept."""
+
+    def __init__(self, space: gym.spaces.Box) -> None:
+        self.raw_shape = space.shape
+        low, high = np.moveaxis(space.low, -1, 0), np.moveaxis(space.high, -1, 0)
+        self.space = gym.spaces.Box(low, high, low.shape, space.dtype)
+
+    def __call__(self, value: Any, name: str) -> np.ndarray:
+        array = np.asarray(value)
+        if array.shape[-3:] != self.raw_shape:
+            raise ValueError(
+                f"{name} has shape {array.shape}; its space is a channels-last image of shape "
+                f"{self.raw_shape}."
+            )
+        return np.ascontiguousarray(np.moveaxis(array, -1, -3))
+
+
+class _OneHot:
+    """Integers of `MultiDiscrete(nvec, start)` (a Discrete is one with `nvec=[n]` and no
+    trailing dim): `[..., *nvec.shape] -> [..., sum(nvec)]` float32 one-hots, concatenated."""
+
+    def __init__(self, space: gym.spaces.Discrete | gym.spaces.MultiDiscrete) -> None:
+        self.raw = space
+        scalar = isinstance(space, gym.spaces.Discrete)
+        self.nvec = np.atleast_1d(np.asarray(space.n if scalar else space.nvec, np.int64))
+        self.start = np.broadcast_to(np.asarray(space.start, np.int64), self.nvec.shape)
+        self.dims = 0 if scalar else self.nvec.ndim
+        self.offsets = (np.cumsum(self.nvec.ravel()) - self.nvec.ravel()).astype(np.int64)
+        self.space = gym.spaces.Box(0.0, 1.0, (int(self.nvec.sum()),), np.float32)
+
+    def __call__(self, value: Any, name: str) -> np.ndarray:
+        array = np.asarray(value)
+        trailing = self.nvec.shape if self.dims else ()
+        if array.dtype.kind not in "iu" or array.shape[array.ndim - self.dims :] != trailing:
+            raise ValueError(
+                f"{name} is {_describe(value)}; its space {self.raw} holds integers"
+                + (f" of shape {trailing}." if self.dims else ".")
+            )
+        index = array.astype(np.int64) - self.start.reshape(trailing)
+        if index.size and ((index < 0) | (index >= self.nvec.reshape(trailing))).any():
+            raise ValueError(f"{name} is {_describe(value)}, outside its space {self.raw}.")
+        lead = array.shape[: array.ndim - self.dims]
+        positions = index.reshape(*lead, -1) + self.offsets
+        out = np.zeros((*lead, self.space.shape[0]), np.float32)
+        np.put_along_axis(out, positions, 1.0, axis=-1)
+        return out
+
+
+class _Binary:
+    """MultiBinary 0/1 values as float32, shape kept."""
+
+    def __init__(self, space: gym.spaces.MultiBinary) -> None:
+        self.raw = space
+        self.space = gym.spaces.Box(0.0, 1.0, space.shape, np.float32)
+
+    def __call__(self, value: Any, name: str) -> np.ndarray:
+        array = np.asarray(value)
+        shape = self.raw.shape
+        if array.dtype.kind not in "biu" or array.shape[array.ndim - len(shape) :] != shape:
+            raise ValueError(f"{name} is {_describe(value)}; its space {self.raw} holds 0/1.")
+        return array.astype(np.float32)
+
+
+class ObservationConversion:
+    """From an env's observation space to the one shoal's networks take (module docstring).
+
+    `space` is the converted space, `raw_space` the env's, `dropped` the Dict keys left out
+    and `changes` whether anything is converted. Calling it converts one observation or a
+    batch, raising ValueError for one that does not fit `raw_space`."""
+
+    def __init__(self, raw_space: gym.spaces.Space, image_layout: ImageLayout = "auto") -> None:
+        self.raw_space = raw_space
+        self.dropped: tuple[str, ...] = ()
+        if isinstance(raw_space, gym.spaces.Dict):
+            entries = {k: _entry(s, image_layout, repr(k)) for k, s in raw_space.spaces.items()}
+            self.dropped = tuple(k for k, entry in entries.items() if entry is None)
+            self._entries = {k: entry for k, entry in entries.items() if entry is not None}
+            if not self._entries:
+                raise EnvError(
+                    f"Every entry of the observation space {raw_space} is text, which shoal's "
+                    "networks cannot take. Give the env a numeric observation, e.g. by wrapping "
+                    "it in a gymnasium.ObservationWrapper that encodes the text."
+                )
+            self.space: gym.spaces.Space = gym.spaces.Dict(
+                {k: entry.space for k, entry in self._entries.items()}
+            )
+            self._entry = None
+        else:
+            entry = _entry(raw_space, image_layout, None)
+            if entry is None:
+                raise EnvError(
+                    f"The observation space {raw_space} is text, which shoal's networks cannot "
+                    "take. Give the env a numeric observation, e.g. by wrapping it in a "
+                    "gymnasium.ObservationWrapper that encodes the text."
+                )
+            self._entry = entry
+            self.space = entry.space
+        kept = [self._entry] if self._entry is not None else self._entries.values()
+        self.changes = bool(self.dropped) or any(not isinstance(e, _Keep) for e in kept)
+
+    def __call__(self, obs: Any) -> Any:
+        if self._entry is not None:
+            return self._entry(obs, "the observation")
+        if not isinstance(obs, Mapping):
+            raise ValueError(
+                f"the observation is {_describe(obs)}; its space is a Dict with keys "
+                f"{sorted(self.raw_space.spaces)}."
+            )
+        unknown = sorted(set(obs) - set(self.raw_space.spaces))
+        missing = sorted(set(self._entries) - set(obs))
+        if unknown or missing:
+            raise ValueError(
+                f"the observation has keys {sorted(obs)}; its space has keys "
+                f"{sorted(self.raw_space.spaces)}"
+                + (
+                    f" (text entries {list(self.dropped)} may be left out)."
+                    if self.dropped
+                    else "."
+                )
+            )
+        return {k: entry(obs[k], f"observation[{k!r}]") for k, entry in self._entries.items()}
+
+
+class ConvertedObservations(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
+    """`env` with its observations converted by `conversion` (whose `raw_space` is the env's)."""
+
+    def __init__(self, env: gym.Env, image_layout: ImageLayout = "auto") -> None:
+        # Recorded, so Gymnasium can make the wrapper again from the env's spec (its checker does).
+        gym.utils.RecordConstructorArgs.__init__(self, image_layout=image_layout)
+        super().__init__(env)
+        self.conversion = ObservationConversion(env.observation_space, image_layout)
+        self.observation_space = self.conversion.space
+
+    def observation(self, observation: Any) -> Any:
+        return self.conversion(observation)
+
+
+def adapt_observations(env: gym.Env, image_layout: ImageLayout = "auto") -> gym.Env:
+    """`env` with observations shoal's networks take: wrapped in `ConvertedObservations` if
+    its space needs converting, else `env` itself."""
+    adapted = ConvertedObservations(env, image_layout)
+    return adapted if adapted.conversion.changes else env
+
+
+def is_text_space(space: gym.spaces.Space) -> bool:
+    """A gymnasium Text space, or another space whose samples are strings (MiniGrid's
+    `MissionSpace`)."""
+    if isinstance(space, gym.spaces.Text):
+        return True
+    if isinstance(space, gym.spaces.Box | gym.spaces.Discrete | gym.spaces.Dict | gym.spaces.Tuple):
+        return False
+    try:
+        return isinstance(space.sample(), str)
+    except Exception:  # a space that cannot sample is not ours to judge: EnvSpec refuses it
+        return False
+
+
+def _entry(space: gym.spaces.Space, layout: ImageLayout, key: str | None):
+    """The converter of one entry (None: dropped text)."""
+    if isinstance(space, gym.spaces.Box) and len(space.shape) == 3:
+        return _ChannelsFirst(space) if _channels_last(space.shape, layout, key) else _Keep(space)
+    if isinstance(space, gym.spaces.Discrete | gym.spaces.MultiDiscrete):
+        return _OneHot(space)
+    if isinstance(space, gym.spaces.MultiBinary):
+        return _Binary(space)
+    if is_text_space(space):
+        return None
+    return _Keep(space)
+
+
+def _channels_last(shape: tuple[int, ...], layout: ImageLayout, key: str | None) -> bool:
+    if layout != "auto":
+        return layout == "channels_last"
+    first, last = shape[0], shape[-1]
+    if first <= MAX_CHANNELS and last <= MAX_CHANNELS:
+        what = "The observation" if key is None else f"The observation entry {key}"
+        raise EnvError(
+            f"{what} is an image of shape {shape}, which could be channels-first (C, H, W) or "
+            f"channels-last (H, W, C): both its first and last dims are at most {MAX_CHANNELS}. "
+            "Say which with env_config={'image_layout': 'channels_last'} (or 'channels_first'); "
+            "on the command line --env.image-layout channels_last."
+        )
+    return last <= MAX_CHANNELS < first
+
+
+def _describe(value: Any) -> str:
+    try:
+        array = np.asarray(value)
+    except ValueError:  # ragged nested lists
+        return f"a {type(value).__name__}"
+    if array.dtype.kind not in "biuf":
+        return f"a {type(value).__name__} ({value!r:.60})"
+    if array.ndim == 0:
+        return repr(array.item())
+    return f"an array {array.dtype} of shape {array.shape} ({array.ravel()[:8].tolist()}...)"
