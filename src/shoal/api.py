@@ -9,14 +9,14 @@ import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
 import torch
 
 from shoal import config as configs
-from shoal import experiment
+from shoal import experiment, requeue
 from shoal.checkpoint import POLICY_FORMAT, list_checkpoints, load_latest, read_any, save_policy
 from shoal.config import dump_yaml, write_atomically
 from shoal.envs.config import EnvConfig
@@ -57,6 +57,9 @@ class TrainResult:
     train_return_mean: float | None
     evaluation: EvalResult | None
     summary: dict[str, Any]
+    # resume="auto" found the run already ended on its budget and did nothing (the fields are
+    # its summary's).
+    already_complete: bool = False
 
 
 def train(
@@ -69,7 +72,7 @@ def train(
     agent: dict[str, Any] | None = None,
     run: dict[str, Any] | None = None,
     env_config: dict[str, Any] | None = None,
-    resume: str | Path | None = None,
+    resume: str | Path | Literal["auto"] | None = None,
     trust_run: bool = False,
 ) -> TrainResult:
     """Train `algo` on `env` (or continue the run in `resume`) and evaluate the result.
@@ -80,7 +83,10 @@ def train(
     one, or a Gymnasium vector env (which sets `num_envs`). A run on an env object is continued
     by passing the env again with `resume`. Continuing a run whose config names modules to
     import (a `module:function` env or torso) needs `trust_run=True`.
-    A run stopped by Ctrl-C returns with `stop_reason` "interrupted" and is not evaluated.
+    `resume="auto"` (with `run_name`) starts the run, or continues it if it exists, or does
+    nothing if it already ended on its budget (`shoal.requeue`): what a requeued job runs.
+    A run stopped by Ctrl-C returns with `stop_reason` "interrupted", one stopped by SIGTERM
+    with "terminated"; neither is evaluated.
     Example: `shoal.train("ppo", "CartPole-v1", seed=1)`, or `shoal.train("ppo", my_env)`.
     """
     _require("algo", algo, (str, _NONE), "an algorithm name such as 'ppo'")
@@ -89,11 +95,21 @@ def train(
     _require("config", config, (*_PATH, _NONE), "the path of a YAML file")
     for name, value in (("agent", agent), ("run", run), ("env_config", env_config)):
         _require(name, value, (Mapping, _NONE), "a dict of settings, e.g. {'num_envs': 8}")
-    _require("resume", resume, (*_PATH, _NONE), "the path of a run directory")
+    _require("resume", resume, (*_PATH, _NONE), "the path of a run directory, or 'auto'")
     _require("trust_run", trust_run, (bool,), "True or False")
     run = dict(run or {})
     if total_steps is not None:
         run["total_steps"] = total_steps
+    auto = resume == "auto"
+    if auto:  # a requeued job's command: continue its run if there is one
+        found = requeue.find(algo, env, seed, config, agent, run, env_config)
+        if found.complete is not None:
+            return _already_complete(found.run_dir, found.complete)
+        if found.run_dir is not None:
+            algo = config = agent = env_config = seed = None
+            env = None if isinstance(env, str) else env  # an env object is passed again
+            trust_run = trust_run or found.trusted
+        resume = found.run_dir
     if resume is not None:
         if algo or config or agent or env_config or seed is not None:
             raise ConfigError(
@@ -116,7 +132,8 @@ def train(
                 ShoalWarning,
                 stacklevel=2,
             )
-        if state is not None and state["env_steps"] >= resolved.run.total_steps:
+        # auto: a run killed after its final checkpoint stops at once, evaluated and summarised.
+        if state is not None and state["env_steps"] >= resolved.run.total_steps and not auto:
             raise ConfigError(
                 f"{run_dir} already finished its budget of {resolved.run.total_steps} steps. "
                 f"Pass a larger --total-steps to train it further."
@@ -163,7 +180,7 @@ def train(
         "episodes": counter.episodes,
         "updates": counter.updates,
         "wall_time": round(counter.elapsed, 3),
-        "stop_reason": counter.stop_reason() or "interrupted",
+        "stop_reason": counter.stop_reason() or counter.interruption,
         **counter.counts,
         "train_return_mean": counter.mean_return,
         "target_reached_step": counter.target_reached_step,
@@ -179,6 +196,24 @@ def train(
         counter.mean_return,
         evaluation,
         summary,
+    )
+
+
+def _already_complete(run_dir: Path, summary: dict[str, Any]) -> TrainResult:
+    """What resume="auto" returns for a run that already ended on its budget."""
+    try:
+        evaluation = EvalResult(**summary["evaluation"])
+    except (KeyError, TypeError):  # not evaluated (--eval-episodes 0), or another version's
+        evaluation = None
+    return TrainResult(
+        run_dir,
+        int(summary["env_steps"]),
+        int(summary.get("episodes", 0)),
+        summary["stop_reason"],
+        summary.get("train_return_mean"),
+        evaluation,
+        summary,
+        already_complete=True,
     )
 
 
