@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 import shoal
 from shoal.checkpoint import list_checkpoints, load_checkpoint
@@ -198,3 +201,43 @@ def test_resume_auto_without_a_run_name_is_refused_before_anything_is_written(tm
     err = _refused(capsys, _job(runs, "taken", "--total-steps", "512"))
     assert "that path exists and is not a shoal run directory" in err
     assert os.listdir(runs / "taken") == ["notes.txt"]
+
+
+@pytest.mark.slow
+def test_sigkills_at_random_moments_each_leave_a_run_the_same_command_continues(tmp_path):
+    """A job SIGKILLed at any moment (starting, acting, learning, writing a checkpoint or a
+    metrics row) and requeued: after each kill every checkpoint left loads and the newest never
+    goes back; the requeued command finishes the run with its metrics in order, no step twice."""
+    runs = tmp_path / "runs"
+    # About ten times what one attempt trains in 4 s on an idle 2-core machine, so the kills
+    # land before the end.
+    argv = _job(runs, "killed", "--total-steps", "100000", "--checkpoint-interval", "1024")
+    argv += ["--log-interval", "512", "--eval-episodes", "0"]
+    run_dir = runs / "killed"
+    moments = random.Random(14).sample([x / 10 for x in range(5, 40)], 4)  # seconds after start
+    print("kills at", moments, "s")
+    newest = -1
+    for delay in moments:
+        process = _start(argv)
+        time.sleep(delay)  # whatever the run reached by then
+        process.kill()
+        _, err = process.communicate(timeout=30)
+        if process.returncode == 0:  # a machine far faster than this one finished the run
+            break
+        assert process.returncode == -signal.SIGKILL, err
+        assert "Traceback" not in err
+        for path in list_checkpoints(run_dir / "checkpoints"):
+            load_checkpoint(path)
+        assert _newest_step(run_dir) >= newest, f"the newest checkpoint went back at {delay} s"
+        newest = _newest_step(run_dir)
+        print(f"killed at {delay} s: newest checkpoint at {newest} steps")
+        rows = [row["env_steps"] for row in read_metrics(run_dir / "metrics.jsonl")]
+        assert rows == sorted(set(rows)), f"metrics rows repeated after the kill at {delay} s"
+    final = _start(argv)
+    _, err = final.communicate(timeout=120)
+    assert final.returncode == 0, err
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["stop_reason"] == "total_steps" and summary["env_steps"] >= 100000
+    rows = [row["env_steps"] for row in read_metrics(run_dir / "metrics.jsonl")]
+    assert rows == sorted(set(rows)) and rows[-1] > newest
+    assert not list((run_dir / "checkpoints").glob(".*.tmp"))
