@@ -66,7 +66,8 @@ def find(
         raise ConfigError(
             "--resume auto continues the run named by --run-name under --runs-dir, so a "
             "requeued job finds its run again; add --run-name NAME (e.g. the scheduler's job "
-            "name), or pass --resume RUN_DIR to continue a run by its path."
+            "name; Python: run={'run_name': NAME}), or pass --resume RUN_DIR to continue a run "
+            "by its path."
         )
     run_dir = Path(asked.runs_dir) / asked.run_name
     if not (run_dir / experiment.CONFIG_FILE).is_file():
