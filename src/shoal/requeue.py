@@ -89,7 +89,7 @@ def find(
                 f"continue the run as stored with `shoal train --resume {run_dir}`, or choose "
                 "another --run-name for a new run."
             )
-    summary = _final_summary(run_dir, {**stored.get("run", {}), **run})
+    summary = _final_summary(run_dir, {**(stored.get("run") or {}), **run})
     return Found(run_dir, summary, trusted=wanted is not None)
 
 
