@@ -10,14 +10,14 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
 import torch
 
 from shoal import config as configs
-from shoal import experiment
+from shoal import experiment, requeue
 from shoal.checkpoint import (
     POLICY_FORMAT,
     list_checkpoints,
@@ -68,6 +68,9 @@ class TrainResult:
     evaluation: EvalResult | None  # the final greedy evaluation
     summary: dict[str, Any]
     sampled_evaluation: EvalResult | None = None  # the final evaluation sampling actions
+    # resume="auto" found the run already ended on its budget and did nothing (the fields are
+    # its summary's).
+    already_complete: bool = False
 
 
 def train(
@@ -80,7 +83,7 @@ def train(
     agent: dict[str, Any] | None = None,
     run: dict[str, Any] | None = None,
     env_config: dict[str, Any] | None = None,
-    resume: str | Path | None = None,
+    resume: str | Path | Literal["auto"] | None = None,
     trust_run: bool = False,
     callbacks: Sequence[Callback] = (),
     started: float | None = None,
@@ -97,7 +100,10 @@ def train(
     False stops it. The result holds the final greedy and sampling evaluations. `max_time`
     (in `run`) bounds the whole call, evaluation included, counted from `started` (a
     `time.time()`; default: the call, the command line's: its start).
-    A run stopped by Ctrl-C returns with `stop_reason` "interrupted" and is not evaluated.
+    `resume="auto"` (with `run_name`) starts the run, or continues it if it exists, or does
+    nothing if it already ended on its budget (`shoal.requeue`): what a requeued job runs.
+    A run stopped by Ctrl-C returns with `stop_reason` "interrupted", one stopped by SIGTERM
+    with "terminated"; neither is evaluated.
     Example: `shoal.train("ppo", "CartPole-v1", seed=1)`, or `shoal.train("ppo", my_env)`.
     """
     started = time.time() if started is None else started
@@ -107,13 +113,23 @@ def train(
     _require("config", config, (*_PATH, _NONE), "the path of a YAML file")
     for name, value in (("agent", agent), ("run", run), ("env_config", env_config)):
         _require(name, value, (Mapping, _NONE), "a dict of settings, e.g. {'num_envs': 8}")
-    _require("resume", resume, (*_PATH, _NONE), "the path of a run directory")
+    _require("resume", resume, (*_PATH, _NONE), "the path of a run directory, or 'auto'")
     _require("trust_run", trust_run, (bool,), "True or False")
     _require("started", started, (int, float, _NONE), "a time.time() value")
     callbacks = _checked_callbacks(callbacks)
     run = dict(run or {})
     if total_steps is not None:
         run["total_steps"] = total_steps
+    auto = resume == "auto"
+    if auto:  # a requeued job's command: continue its run if there is one
+        found = requeue.find(algo, env, seed, config, agent, run, env_config)
+        if found.complete is not None:
+            return _already_complete(found.run_dir, found.complete)
+        if found.run_dir is not None:
+            algo = config = agent = env_config = seed = None
+            env = None if isinstance(env, str) else env  # an env object is passed again
+            trust_run = trust_run or found.trusted
+        resume = found.run_dir
     if resume is not None:
         if algo or config or agent or env_config or seed is not None:
             raise ConfigError(
@@ -136,7 +152,8 @@ def train(
                 ShoalWarning,
                 stacklevel=2,
             )
-        if state is not None and state["env_steps"] >= resolved.run.total_steps:
+        # auto: a run killed after its final checkpoint stops at once, evaluated and summarised.
+        if state is not None and state["env_steps"] >= resolved.run.total_steps and not auto:
             raise ConfigError(
                 f"{run_dir} already finished its budget of {resolved.run.total_steps} steps. "
                 f"Pass a larger --total-steps to train it further."
@@ -177,7 +194,7 @@ def train(
         "episodes": counter.episodes,
         "updates": counter.updates,
         "wall_time": round(counter.elapsed, 3),
-        "stop_reason": counter.stop_reason() or "interrupted",
+        "stop_reason": counter.stop_reason() or counter.interruption,
         **counter.counts,
         "train_return_mean": counter.mean_return,
         "target_reached_step": counter.target_reached_step,
@@ -216,6 +233,27 @@ def _checked_callbacks(callbacks: Any) -> list[Callback]:
 
 
 _CALLBACK_METHODS = ("on_start", "on_row", "on_evaluation", "on_checkpoint", "on_end")
+
+
+def _already_complete(run_dir: Path, summary: dict[str, Any]) -> TrainResult:
+    """What resume="auto" returns for a run that already ended on its budget."""
+    evaluations = []
+    for key in ("evaluation", "evaluation_sampled"):
+        try:
+            evaluations.append(EvalResult(**summary[key]))
+        except (KeyError, TypeError):  # not evaluated (--eval-episodes 0), or another version's
+            evaluations.append(None)
+    return TrainResult(
+        run_dir,
+        int(summary["env_steps"]),
+        int(summary.get("episodes", 0)),
+        summary["stop_reason"],
+        summary.get("train_return_mean"),
+        evaluations[0],
+        summary,
+        evaluations[1],
+        already_complete=True,
+    )
 
 
 def _check_machine(program: Program) -> None:

@@ -21,6 +21,9 @@ from shoal.runtime.config import RunConfig
 STARTED = time.time()  # --max-time bounds the whole command, imports included
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
+# 128 + SIGTERM: stopped by a scheduler's SIGTERM after writing a checkpoint, so a job script
+# can tell it from a finished run (0) and requeue it.
+EXIT_TERMINATED = 143
 
 _TRUST_HELP = (
     "import the modules the run's config.yaml names (a module:function env or torso, "
@@ -45,7 +48,9 @@ def _parser() -> argparse.ArgumentParser:
     train = sub.add_parser(
         "train",
         help="train an agent",
-        description="Train ALGO on --env, or continue a run with --resume RUN_DIR. "
+        description="Train ALGO on --env, or continue a run with --resume RUN_DIR. With "
+        "--resume auto and --run-name, the same command starts the run, continues it after a "
+        "kill or preemption, or exits 0 if it already finished: what a requeued job runs. "
         "Agent settings: --agent.FIELD VALUE (list them with `shoal list ALGO`); environment "
         "settings: --env.FIELD VALUE (list them with `shoal envs`).",
     )
@@ -54,7 +59,10 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--seed", help="random seed (default 0)")
     train.add_argument("--config", help="YAML file with algo/env/seed/run/agent keys")
     train.add_argument(
-        "--resume", metavar="RUN_DIR", help="continue a run from its last checkpoint"
+        "--resume",
+        metavar="RUN_DIR|auto",
+        help="continue a run from its last checkpoint; auto: the run named by --run-name if it "
+        "exists (with the same settings), else start it",
     )
     train.add_argument("--trust-run", action="store_true", help=f"with --resume: {_TRUST_HELP}")
     for name, type_name, default, doc in describe(RunConfig):
@@ -200,10 +208,17 @@ def _train(args: argparse.Namespace, overrides: dict[str, dict[str, str]]) -> in
         started=STARTED,
     )
     mean = result.train_return_mean
+    if result.already_complete:  # a requeued job whose run finished: nothing to do
+        print(
+            f"shoal: {result.run_dir} is already complete (stopped by {result.stop_reason} at "
+            f"{result.env_steps} steps); nothing to do."
+        )
+        return 0
+    stopped_by = "SIGTERM" if result.stop_reason == "terminated" else result.stop_reason
     print(f"run directory: {result.run_dir}")
     print(
         f"trained {result.env_steps} steps, {result.episodes} episodes, stopped by "
-        f"{result.stop_reason}; mean return of the last episodes: "
+        f"{stopped_by}; mean return of the last episodes: "
         f"{'n/a' if mean is None else f'{mean:.2f}'}"
     )
     for evaluation, deterministic in (
@@ -212,6 +227,17 @@ def _train(args: argparse.Namespace, overrides: dict[str, dict[str, str]]) -> in
     ):
         if evaluation is not None:
             print(evaluation.line(deterministic))
+    if result.stop_reason == "terminated":
+        again = (
+            "the same command"
+            if args.resume == "auto"
+            else f"`shoal train --resume {result.run_dir}`"
+        )
+        print(
+            f"shoal: stopped by SIGTERM after writing a checkpoint; {again} continues it",
+            file=sys.stderr,
+        )
+        return EXIT_TERMINATED
     if result.stop_reason == "interrupted":
         print(
             f"shoal: interrupted; continue with `shoal train --resume {result.run_dir}`",

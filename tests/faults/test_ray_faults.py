@@ -5,10 +5,13 @@ comes back with is the checkpoint's."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -169,3 +172,216 @@ def test_a_learner_kill_stops_the_run_resumable_from_its_checkpoint_and_replay(
     assert f"replay restored from the checkpoint at {kept['env_steps']} steps" in (
         capsys.readouterr().err
     )
+
+
+def _learner_killed(err: str, killed: int, run_dir: Path) -> Path:
+    """The newest checkpoint, once the run's one paragraph said the learner died and named it."""
+    assert "Traceback" not in err and err.count("shoal: error:") == 1, err
+    newest = list_checkpoints(run_dir / "checkpoints")[-1]
+    assert f"pid {killed}) died at" in err and f"--resume {run_dir}" in err
+    assert f"checkpoints/{newest.name}" in err
+    return newest
+
+
+def test_an_inference_server_kill_is_a_learner_kill_resumable_from_its_checkpoint(
+    ray_cluster, tmp_path, capsys
+):
+    """With --inference central the server lives in the learner's process (beside the
+    on-policy queue), so its death is the learner's: the run stops, resumable."""
+    runs = tmp_path / "runs"
+    argv = ["impala", "--env", "CartPole-v1", *RAY, *QUIET, "--inference", "central"]
+    argv += ["--max-time", "60", "--checkpoint-interval", "1000"]
+    outcome = _train_in_thread([*argv, "--runs-dir", str(runs), "--run-name", "server"])
+    run_dir = runs / "server"
+    killed = _started(outcome, run_dir)["learner"]["pid"]
+    _wait_for(outcome, lambda: list_checkpoints(run_dir / "checkpoints"), "wrote a checkpoint")
+    _kill(killed)
+    _finish(outcome)
+    assert outcome.get("code") == 2, outcome.get("error")
+    kept = load_checkpoint(_learner_killed(capsys.readouterr().err, killed, run_dir))
+    resumed = shoal.train(
+        resume=run_dir, run={"total_steps": kept["env_steps"] + 1000, "max_time": 600}
+    )
+    assert resumed.env_steps >= kept["env_steps"] + 1000
+    assert resumed.summary["stop_reason"] == "total_steps"
+
+
+# Runs `shoal train ARGV[2:]` and lets its second checkpoint file hang half-written: the kill
+# then lands inside the write, whatever the machine's speed. ARGV[1] is a file it names the
+# checkpoint in once the half is on disk.
+_HANG_IN_SECOND_WRITE = """
+import os, sys, time
+from pathlib import Path
+from shoal import checkpoint
+from shoal.cli import main
+
+real, written = checkpoint.write_atomically, []
+
+def write(path, data):
+    if written:
+        def half(f):
+            f.write(data[: len(data) // 2])
+            f.flush()
+            os.fsync(f.fileno())
+            Path(sys.argv[1]).write_text(str(path))
+            time.sleep(3600)
+
+        return real(path, half)
+    written.append(path)
+    return real(path, data)
+
+checkpoint.write_atomically = write
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.slow
+def test_a_kill_during_a_checkpoint_write_keeps_the_previous_one_and_its_replay(
+    ray_cluster, tmp_path, capsys
+):
+    """On ray the driver (`shoal train`'s process) writes each checkpoint file, after the replay
+    shards wrote their snapshot files. SIGKILLed inside that write, it leaves a half-written
+    temp file and a snapshot no checkpoint names; the previous checkpoint and its snapshot are
+    whole and `--resume` goes on from them."""
+    cluster, _ = ray_cluster
+    runs, marker = tmp_path / "runs", tmp_path / "writing"
+    argv = ["train", "apex", "--env", "CartPole-v1", *RAY, *QUIET, "--replay-shards", "2"]
+    argv += ["--address", cluster.address, "--total-steps", "1000000"]
+    argv += ["--checkpoint-interval", "2000", "--runs-dir", str(runs), "--run-name", "torn"]
+    command = [sys.executable, "-c", _HANG_IN_SECOND_WRITE, str(marker), *argv]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.time() + 180
+        while not marker.exists():
+            assert process.poll() is None, process.communicate()[1]
+            assert time.time() < deadline, "the second checkpoint was never written"
+            time.sleep(0.1)
+        process.kill()
+        process.wait(timeout=30)
+    finally:
+        process.kill()
+    run_dir = runs / "torn"
+    checkpoints = run_dir / "checkpoints"
+    torn = Path(marker.read_text())
+    # The kill landed mid-write: the half-written temp file is there, its checkpoint is not.
+    assert list(checkpoints.glob(f".{torn.name}.*.tmp")) and not torn.exists()
+    (first,) = list_checkpoints(checkpoints)
+    kept = load_checkpoint(first)
+    named = set(kept["replay"]["files"])
+    orphans = {p.name for p in checkpoints.glob("step-*.replay*")} - named
+    assert len(named) == 2 and len(orphans) == 2  # the torn checkpoint's snapshot
+    resumed = shoal.train(
+        resume=run_dir,
+        run={"total_steps": kept["env_steps"] + 2000, "address": cluster.address},
+    )
+    assert resumed.env_steps >= kept["env_steps"] + 2000
+    err = capsys.readouterr().err
+    assert f"replay restored from the checkpoint at {kept['env_steps']} steps" in err
+    # The next save removed what the killed write left.
+    left = os.listdir(checkpoints)
+    assert not [name for name in left if name.endswith(".tmp") or name in orphans]
+    for path in list_checkpoints(checkpoints):
+        load_checkpoint(path)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 32 MB tmpfs: a disk that really fills (needs root, as in CI containers)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(disk)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {mounted.stderr.decode().strip()}")
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def _fill(disk: Path) -> Path:
+    """Write a file until the disk is full; return it."""
+    filler = disk / "filler"
+    with filler.open("wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 2**20)
+                f.flush()
+        except OSError as err:
+            assert err.errno == errno.ENOSPC, err
+    return filler
+
+
+@pytest.mark.slow
+def test_a_full_disk_during_a_ray_run_stops_it_with_its_checkpoints_whole(
+    ray_cluster, small_disk, capsys
+):
+    runs = small_disk / "runs"
+    argv = ["ppo", "--env", "CartPole-v1", *RAY, *QUIET, "--max-time", "120"]
+    argv += ["--checkpoint-interval", "2048", "--log-interval", "1024"]
+    outcome = _train_in_thread([*argv, "--runs-dir", str(runs), "--run-name", "full"])
+    run_dir = runs / "full"
+    _wait_for(outcome, lambda: list_checkpoints(run_dir / "checkpoints"), "wrote a checkpoint")
+    filler = _fill(small_disk)
+    _finish(outcome)
+    # One paragraph (exit code 2): what could not be written, and that the disk is full.
+    assert outcome.get("code") == 2, outcome.get("error")
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("shoal: error:") == 1, err
+    # Which write meets the full disk first (the checkpoint, or a metrics row) depends on where
+    # the files' last pages end; either says so and names what to do.
+    assert "No space left on device. The disk is full: free some space" in err
+    saved = list_checkpoints(run_dir / "checkpoints")
+    for path in saved:
+        load_checkpoint(path)
+    assert not list((run_dir / "checkpoints").glob(".*.tmp"))
+    # Once there is room again, --resume goes on from the newest.
+    filler.unlink()
+    kept = load_checkpoint(saved[-1])
+    resumed = shoal.train(
+        resume=run_dir, run={"total_steps": kept["env_steps"] + 2048, "max_time": 600}
+    )
+    assert resumed.env_steps >= kept["env_steps"] + 2048
+
+
+@pytest.mark.slow
+def test_sigterm_stops_a_ray_run_with_a_checkpoint_and_the_same_command_continues(
+    ray_cluster, tmp_path
+):
+    """A scheduler's SIGTERM to `shoal train` on ray: a checkpoint, every role stopped, exit
+    143, promptly; the requeued command (`--resume auto`) goes on from that checkpoint."""
+    cluster, _ = ray_cluster
+    runs = tmp_path / "runs"
+    argv = [sys.executable, "-m", "shoal", "train", "ppo", "--env", "CartPole-v1", *RAY, *QUIET]
+    argv += ["--address", cluster.address, "--total-steps", "10000000"]
+    argv += ["--runs-dir", str(runs), "--run-name", "job", "--resume", "auto"]
+    run_dir = runs / "job"
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 180
+        while not list(run_dir.glob("metrics.jsonl")) or not _placement_if_any(run_dir):
+            assert time.time() < deadline and process.poll() is None, process.stderr.read()
+            time.sleep(0.2)
+        pids = [role["pid"] for role in _placement(run_dir).values()]
+        sent = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=120)
+        seconds = time.monotonic() - sent
+    finally:
+        process.kill()
+    assert process.returncode == 143, err
+    assert seconds < 30, f"took {seconds:.1f} s to stop after SIGTERM"
+    assert "stopped by SIGTERM at" in err and "Traceback" not in err
+    stopped = load_checkpoint(list_checkpoints(run_dir / "checkpoints")[-1])
+    assert stopped["env_steps"] == json.loads((run_dir / "summary.json").read_text())["env_steps"]
+    time.sleep(1)
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    again = [*argv[3:], "--total-steps", str(stopped["env_steps"] + 2000)]
+    assert main(again) == 0
+    resumed = load_checkpoint(list_checkpoints(run_dir / "checkpoints")[-1])
+    assert resumed["env_steps"] >= stopped["env_steps"] + 2000 and resumed["resume_count"] == 1
+
+
+def _placement_if_any(run_dir: Path) -> dict | None:
+    return _placement(run_dir) if (run_dir / "ray_actors.json").exists() else None

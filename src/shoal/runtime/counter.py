@@ -23,6 +23,9 @@ class Counter:
     target_reached_at: float | None = None  # unix time when stop_at_return was first met
     target_reached_step: int | None = None
     counts: dict[str, int] = field(default_factory=dict)  # launcher events, e.g. actor restarts
+    # The stop reason of a run stopped by a signal: "interrupted" (Ctrl-C) or "terminated"
+    # (SIGTERM, a scheduler's preemption).
+    interruption: str = "interrupted"
     started: float = field(default_factory=time.time)
     stopped_by: str | None = None  # a stop asked for by a callback ("callback")
 

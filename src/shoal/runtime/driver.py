@@ -5,6 +5,8 @@ the `Counter`, metrics rows at fixed step counts, the console, periodic and fina
 periodic and final evaluations, the callbacks, and Ctrl-C (first press: stop after the current
 update and checkpoint; second: abort). A launcher calls `after_update` after updates and
 `finish` once when its loop ends.
+SIGTERM, what Slurm and Kubernetes send a job they preempt, is a first Ctrl-C however often it
+comes (the scheduler's SIGKILL follows its grace period anyway).
 """
 
 from __future__ import annotations
@@ -94,7 +96,7 @@ class Driver:
         self.final: dict[str, Evaluation] = {}  # the final evaluations by mode
         self._evaluated: dict[str, float] = {}  # evaluations' keys for the next row
         self._stop_requested = False
-        self._previous_handler: Any = None
+        self._previous_handlers: dict[int, Any] = {}
         self.replay: ReplaySnapshots | None = None  # the launcher's tables, once attached
 
     @property
@@ -294,7 +296,8 @@ class Driver:
 
     def __enter__(self) -> Driver:
         if threading.current_thread() is threading.main_thread():
-            self._previous_handler = signal.signal(signal.SIGINT, self._on_sigint)
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                self._previous_handlers[signum] = signal.signal(signum, self._on_signal)
         program = self.program
         start = RunStart(
             program.run_dir,
@@ -307,22 +310,28 @@ class Driver:
         self._tell("on_start", start)
         return self
 
-    def _on_sigint(self, signum: int, frame: Any) -> None:
-        if self._stop_requested:
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        if self._stop_requested and signum == signal.SIGINT:
             raise KeyboardInterrupt
+        if not self._stop_requested and signum == signal.SIGTERM:
+            self.counter.interruption = "terminated"
         self._stop_requested = True
 
     def __exit__(self, *exc: object) -> None:
-        if self._previous_handler is not None:
-            signal.signal(signal.SIGINT, self._previous_handler)
+        for signum, handler in self._previous_handlers.items():
+            if handler is not None:  # None: a handler not set from Python, which stays
+                signal.signal(signum, handler)
         self.console.close()
         self.evaluator.close()
         self.writer.close(ok=exc[0] is None)
         if self.videos is not None:
             self.videos.close()
         if self._stop_requested:
+            how = (
+                "stopped by SIGTERM" if self.counter.interruption == "terminated" else "interrupted"
+            )
             self.console.print(
-                f"interrupted at {self.counter.env_steps} steps; a checkpoint was written."
+                f"{how} at {self.counter.env_steps} steps; a checkpoint was written."
             )
 
 
