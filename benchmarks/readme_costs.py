@@ -29,6 +29,7 @@ EXAMPLES = {
     "ppo-breakout": "shoal train ppo --env ALE/Breakout-v5 --env.sticky-actions true "
     "--agent.torso impala_resnet",
     "sac-halfcheetah": "shoal train sac --env HalfCheetah-v5",
+    "td3-hopper-ray": "shoal train td3 --env Hopper-v5 --runtime ray --actors 2 --replay-shards 2",
     "agent57-zaxxon": "shoal train agent57 --env ZaxxonNoFrameskip-v4",
 }
 
@@ -47,13 +48,24 @@ def measure(name: str, command: str, seconds: float, root: Path) -> dict:
     rows = [r for r in rows if "time" in r]
     config = (run_dir / "config.yaml").read_text()
     total = int(next(line for line in config.splitlines() if "total_steps:" in line).split()[-1])
-    first, last = rows[0], rows[-1]
-    rate = (last["env_steps"] - first["env_steps"]) / max(last["time"] - first["time"], 1e-9)
+    first, last = (rows[0], rows[-1]) if rows else ({}, {})
+    if len(rows) >= 2 and last["time"] > first["time"]:
+        rate = (last["env_steps"] - first["env_steps"]) / (last["time"] - first["time"])
+        measured = "between the first and last rows"
+    else:  # rows come after updates: a replay still filling has none; count the whole run
+        summary = json.loads((run_dir / "summary.json").read_text())
+        last = {"env_steps": summary["env_steps"], "frames": summary["env_steps"]}
+        rate = summary["env_steps"] / summary["wall_time"]
+        measured = "over the whole run, start-up included"
+    if rate <= 0:
+        return {"name": name, "command": command, "error": "no steps in the time given"}
+    frames_per_step = 4 if "ALE/" in command or "NoFrameskip" in command else 1
     return {
         "name": name,
         "command": command,
         "steps_per_second": round(rate, 1),
-        "frames_per_step": last["frames"] // max(last["env_steps"], 1),
+        "measured": measured,
+        "frames_per_step": frames_per_step,
         "total_steps": total,
         "hours": round(total / rate / 3600, 1),
     }

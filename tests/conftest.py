@@ -20,14 +20,29 @@ def ray_cluster():
     ray = pytest.importorskip("ray")
     from ray.cluster_utils import Cluster
 
-    cluster = Cluster(
-        initialize_head=True, head_node_args={"num_cpus": 3, "include_dashboard": False}
-    )
-    worker = cluster.add_node(num_cpus=3, resources={"actor_node": 3})
+    cluster, worker = _start_two_nodes(Cluster)
     ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
     yield cluster, worker
     ray.shutdown()
     cluster.shutdown()
+
+
+def _start_two_nodes(cluster_class, attempts=3):
+    # Ray gives a starting node a fixed 30 s to register with the GCS; on a heavily loaded
+    # machine (load average near 30) a node once missed it. A fresh start then succeeds.
+    for attempt in range(attempts):
+        cluster = None
+        try:
+            cluster = cluster_class(
+                initialize_head=True, head_node_args={"num_cpus": 3, "include_dashboard": False}
+            )
+            return cluster, cluster.add_node(num_cpus=3, resources={"actor_node": 3})
+        except Exception:
+            if cluster is not None:
+                cluster.shutdown()
+            if attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 @pytest.fixture
