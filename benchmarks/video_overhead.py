@@ -6,15 +6,20 @@ weights, one env, the loop of `shoal play` and `--video-every`) in four ways per
 - `without`: no screen taken, nothing encoded (plain evaluation through the same loop);
 - `screens`: the full-colour screen taken every agent step (two ALE RGB reads and a max), not
   encoded: the agent's own share of the work;
-- `recording`: the screen taken and streamed to an H.264 mp4 by ffmpeg in its own process;
+- `recording`: the screen taken and handed to `VideoWriter`, whose thread streams it to ffmpeg,
+  which encodes H.264 in its own process (the agent waits only if ffmpeg falls behind by the
+  writer's queue);
 - `neighbour`: as `without`, beside a busy numpy process: what any second busy process costs the
   agent on this machine, for comparison with what ffmpeg's process costs it.
 
 The order of the ways turns every round, so that a change in the machine's load hits all alike.
 Figures are medians over rounds of the slowdown of agent steps per second against `without`,
-in wall time and in the agent process's CPU time. Target: recording slows evaluation < 10%.
+in wall time and in the agent process's CPU time (its writing thread included). Target:
+recording slows evaluation < 10%. The machine's load average is printed at the start and the
+end: on a shared machine other work moves every figure.
 
     python benchmarks/video_overhead.py [--env ALE/Pong-v5] [--episodes 2] [--rounds 4]
+        [--max-frames N]
 """
 
 from __future__ import annotations
@@ -62,25 +67,27 @@ class Timing:
     ffmpeg_cpu: float = 0.0  # CPU seconds of the ffmpeg process per frame
 
 
-def greedy_acting(env_id: str) -> Acting:
+def greedy_acting(env_id: str, config: EnvConfig) -> Acting:
     """PPO's policy (a Nature CNN for Atari) with fixed random weights, acting greedily."""
     torch.manual_seed(0)  # the same weights, so the same episodes, every time
     agent = catalog.get_agent("ppo")
-    spec = env_spec(env_id, EnvConfig())
+    spec = env_spec(env_id, config)
     config = agent.config_cls()
     net = agent.make_networks(spec, config)
     return Acting(agent.make_policy(spec, config, net, 0, Layout()), spec, "greedy")
 
 
-def evaluate(env_id: str, seeds: list[int], way: str, video_path: Path) -> Timing:
+def evaluate(
+    env_id: str, config: EnvConfig, seeds: list[int], way: str, video_path: Path
+) -> Timing:
     """Play one greedy episode per seed in `way`."""
-    acting = greedy_acting(env_id)
-    spec = env_spec(env_id, EnvConfig())
+    acting = greedy_acting(env_id, config)
+    spec = env_spec(env_id, config)
     video: NoVideo | VideoWriter = NoVideo()
     if way in ("screens", "recording"):
-        screens = make_screen_env(env_id)
+        screens = make_screen_env(env_id, config)
     else:
-        screens = ScreenEnv(make_env(env_id), lambda: None, 15.0)
+        screens = ScreenEnv(make_env(env_id, config), lambda: None, 15.0)
     if way == "recording":
         video = VideoWriter(video_path, screens.fps)
     busy = subprocess.Popen([sys.executable, "-c", BUSY]) if way == "neighbour" else None
@@ -115,8 +122,14 @@ def main() -> None:
     parser.add_argument("--env", default="ALE/Pong-v5")
     parser.add_argument("--episodes", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument(
+        "--max-frames", type=int, default=None, help="cut episodes (emulator frames)"
+    )
     args = parser.parse_args()
+    config = EnvConfig() if args.max_frames is None else EnvConfig(max_frames=args.max_frames)
     torch.set_num_threads(ACTING_THREADS)
+    load_before = psutil.getloadavg()[0]
+    print(f"load average at the start: {load_before:.1f} ({psutil.cpu_count()} CPUs)", flush=True)
     seeds = list(range(args.episodes))
     runs: dict[str, list[Timing]] = {way: [] for way in WAYS}
     with tempfile.TemporaryDirectory() as folder:
@@ -124,7 +137,7 @@ def main() -> None:
         for round_ in range(args.rounds):
             order = WAYS[round_ % len(WAYS) :] + WAYS[: round_ % len(WAYS)]
             for way in order:
-                runs[way].append(evaluate(args.env, seeds, way, path))
+                runs[way].append(evaluate(args.env, config, seeds, way, path))
             assert len({runs[way][-1].steps for way in WAYS}) == 1  # the same episodes
             print(
                 f"round {round_ + 1} ({runs['without'][-1].steps} agent steps), ms per step "
@@ -134,7 +147,8 @@ def main() -> None:
                     for way in WAYS
                 )
                 + f"; ffmpeg {1000 * runs['recording'][-1].ffmpeg_cpu:.2f} ms CPU per frame, "
-                f"{path.stat().st_size / 1e3:.0f} kB"
+                f"{path.stat().st_size / 1e3:.0f} kB; load average {psutil.getloadavg()[0]:.1f}",
+                flush=True,
             )
 
     def slower(way: str, field: str) -> str:
@@ -148,8 +162,9 @@ def main() -> None:
     print(
         f"\n{args.env}, {args.episodes} greedy episode(s) x {args.rounds} rounds, one video frame "
         f"per agent step (4 emulator frames); {psutil.cpu_count()} CPUs, load average "
-        f"{psutil.getloadavg()[0]:.1f}. Without video: "
-        f"{statistics.median(1000 * t.wall for t in without):.2f} ms per step.\n"
+        f"{load_before:.1f} at the start, {psutil.getloadavg()[0]:.1f} at the end. Without video: "
+        f"{statistics.median(1000 * t.wall for t in without):.2f} ms per step, recording: "
+        f"{statistics.median(1000 * t.wall for t in runs['recording']):.2f} ms per step.\n"
         "Slowdown of evaluation (median over rounds), wall time / CPU time of the agent's "
         "process:\n"
         f"  taking the screen, not encoding:  {slower('screens', 'wall')} / "

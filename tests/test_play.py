@@ -18,7 +18,7 @@ import pytest
 import shoal
 from shoal.cli import main
 from shoal.envs.screens import make_screen_env
-from shoal.errors import EnvError, ShoalError
+from shoal.errors import EnvError, ShoalError, StorageError
 from shoal.play import play
 from shoal.runtime.recording import record_episodes
 from shoal.telemetry.video import VideoWriter
@@ -212,15 +212,33 @@ def test_an_error_while_recording_leaves_no_file(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_ffmpeg_dying_mid_video_is_a_storage_error_and_leaves_no_file(tmp_path):
+    path = tmp_path / "cut.mp4"
+    screen = np.zeros((20, 30, 3), np.uint8)
+    with (
+        pytest.raises(StorageError, match="ffmpeg stopped") as info,
+        VideoWriter(path, 30) as video,
+    ):
+        video.add(screen, "return 0")
+        # This writer's ffmpeg: the test process may have others (a Ray cluster's, say).
+        mine = [p for p in psutil.Process().children() if str(tmp_path) in " ".join(p.cmdline())]
+        (ffmpeg,) = mine
+        ffmpeg.kill()
+        ffmpeg.wait()
+        for _ in range(10_000):  # the pipe breaks on the next write; `add` says so soon after
+            video.add(screen, "return 0")
+    assert "Traceback" not in str(info.value) and str(path) in str(info.value)
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize(
     ("env_id", "message"),
     [
-        ("minatar:breakout", "render_mode=None"),
+        ("shoal.envs.maze:snake_maze", "render_mode=None"),
         ("shoal/DeepSea-v0", "offers the render modes []"),
     ],
 )
 def test_envs_without_colour_frames_cannot_be_recorded(env_id, message):
-    pytest.importorskip("minatar")
     import shoal.envs.deep_sea  # noqa: F401  (registers shoal/DeepSea-v0)
 
     with pytest.raises(EnvError, match="cannot be recorded") as info:
@@ -229,13 +247,46 @@ def test_envs_without_colour_frames_cannot_be_recorded(env_id, message):
 
 
 def test_video_every_on_an_env_that_cannot_render_stops_before_training(capsys, tmp_path):
-    pytest.importorskip("minatar")
     runs = tmp_path / "runs"
-    argv = ["train", "ppo", "--env", "minatar:breakout", "--video-every", "1000"]
+    env_id = "shoal.envs.maze:snake_maze"  # a factory env made without render_mode
+    argv = ["train", "ppo", "--env", env_id, "--video-every", "1000"]
     assert main([*argv, "--runs-dir", str(runs), "--progress", "false"]) == 2
     err = capsys.readouterr().err
-    assert "minatar:breakout cannot be recorded" in err and "Traceback" not in err
+    assert f"{env_id} cannot be recorded" in err and "Traceback" not in err
     assert not runs.exists() or not any(runs.iterdir())
+
+
+def minatar_renders(run_dir: Path, seed: int) -> list[np.ndarray]:
+    """Every render of one episode from `seed`, acted by the run's deterministic policy on a
+    MinAtar env made here."""
+    from shoal.envs.minatar import make_minatar
+
+    policy = shoal.load(run_dir, deterministic=True)
+    env = make_minatar("breakout")
+    obs, _ = env.reset(seed=seed)
+    frames, ended = [env.render()], False
+    while not ended:
+        obs, _, terminated, truncated, _ = env.step(int(policy.act(obs)))
+        frames.append(env.render())
+        ended = terminated or truncated
+    return frames
+
+
+def test_a_minatar_run_plays_into_a_video_of_its_coloured_grid(quiet_run, tmp_path):
+    pytest.importorskip("minatar")
+    run = shoal.train(
+        "ppo", "minatar:breakout", total_steps=256, run={**quiet_run, "eval_episodes": 0}
+    )
+    video = tmp_path / "breakout.mp4"
+    result = play(run.run_dir, episodes=1, video=video, deterministic=True, seed=5, lossless=True)
+    meta, frames = read_video(video)
+    renders = minatar_renders(run.run_dir, 5)
+    assert meta["fps"] == 15 and meta["size"] == result.size
+    assert result.size[0] == 320 and result.size[1] > 320  # 10 cells of 32 px, and the caption
+    assert len(frames) == result.frames == result.episodes[0].length + 1 == len(renders)
+    for k, (frame, render) in enumerate(zip(frames, renders, strict=True)):
+        assert np.array_equal(frame[:320], render), f"frame {k}"
+    assert len({f[:320].tobytes() for f in frames}) > 2  # the ball moves
 
 
 @pytest.mark.parametrize(

@@ -46,6 +46,22 @@ AGENTS: dict[str, tuple[str, str]] = {
         "shoal.agents.td3",
         "TD3: deterministic policy, twin critics, delayed updates, target smoothing (continuous)",
     ),
+    "a2c": (
+        "shoal.agents.a2c",
+        "A2C: synchronous n-step advantage actor-critic, one gradient step per batch",
+    ),
+    "es": (
+        "shoal.agents.es",
+        "Evolution strategies: shared noise table, mirrored pairs, centred ranks; scalars travel",
+    ),
+    "ars": (
+        "shoal.agents.ars",
+        "ARS V2-t: linear policy, normalised states, top-b mirrored directions (scalars travel)",
+    ),
+    "a3c": (
+        "shoal.agents.a3c",
+        "A3C: actors send gradients of their own unrolls, applied as they arrive (bounded lag)",
+    ),
 }
 
 

@@ -1,4 +1,4 @@
-"""The `shoal` command line: train, eval, play, plot, report, list, envs.
+"""The `shoal` command line: train, tune, eval, play, plot, report, list, envs.
 
 Run settings are flags (`--total-steps 50000`); agent settings are `--agent.FIELD VALUE`. A user
 mistake prints one paragraph and exits with code 2, with no traceback and no run directory.
@@ -73,6 +73,8 @@ def _parser() -> argparse.ArgumentParser:
             metavar=type_name.upper(),
             help=f"{doc} (default {default})",
         )
+
+    _tune_parser(sub)
 
     evaluate = sub.add_parser("eval", help="evaluate a run's newest checkpoint")
     evaluate.add_argument("run_dir")
@@ -152,6 +154,82 @@ def _parser() -> argparse.ArgumentParser:
     envs = sub.add_parser("envs", help="environment families; with an id, its spaces and backend")
     envs.add_argument("env_id", nargs="?", help="e.g. ALE/Pong-v5, minatar:breakout, CartPole-v1")
     return parser
+
+
+def _tune_parser(sub: Any) -> None:
+    tune = sub.add_parser(
+        "tune",
+        help="hyperparameter search or population based training (PBT) on Ray Tune",
+        description="Search the settings of --space for ALGO on --env with Ray Tune, each "
+        "trial one inline shoal run (train's flags and --agent.FIELD apply to every trial), "
+        "or train a population with --scheduler pbt, whose exploits copy a member's learner "
+        "in place. Writes one experiment directory (each trial's run directory, a table of "
+        "trials, best.yaml for `shoal train --config`); --resume DIR continues it.",
+    )
+    tune.add_argument("algo", nargs="?", help="algorithm, e.g. ppo (see `shoal list`)")
+    tune.add_argument("--env", help="environment id, e.g. CartPole-v1")
+    tune.add_argument("--seed", help="random seed of every trial (default 0)")
+    tune.add_argument("--config", help="YAML file with algo/env/seed/run/agent keys")
+    tune.add_argument(
+        "--space",
+        help="YAML of settings and distributions, e.g. examples/tune/ppo_cartpole_space.yaml",
+    )
+    tune.add_argument("--scheduler", default="fifo", help="fifo, asha or pbt (default fifo)")
+    tune.add_argument("--samples", type=int, default=8, help="fifo/asha: trials (default 8)")
+    tune.add_argument("--population", type=int, default=4, help="pbt: members (default 4)")
+    tune.add_argument(
+        "--metric",
+        default="return_mean",
+        help="metrics row column to optimise (default return_mean)",
+    )
+    tune.add_argument("--mode", default="max", help="max or min (default max)")
+    tune.add_argument(
+        "--perturbation-interval",
+        type=int,
+        default=None,
+        help="pbt: env steps between exploits of a member (default total steps / 8)",
+    )
+    tune.add_argument(
+        "--cpus-per-trial", type=float, default=1.0, help="CPUs Ray reserves per trial (default 1)"
+    )
+    tune.add_argument("--resume", metavar="EXPERIMENT_DIR", help="continue a killed experiment")
+    for name, type_name, default, doc in describe(RunConfig):
+        tune.add_argument(
+            _run_option(name),
+            *_ALIASES.get(name, ()),
+            dest=f"run.{name}",
+            metavar=type_name.upper(),
+            help=f"{doc} (default {default})",
+        )
+
+
+def _tune(args: argparse.Namespace, overrides: dict[str, dict[str, str]]) -> int:
+    from shoal.tune import tune
+
+    run = {
+        k[len("run.") :]: v for k, v in vars(args).items() if k.startswith("run.") and v is not None
+    }
+    result = tune(
+        args.algo,
+        args.env,
+        space=args.space,
+        scheduler=args.scheduler,
+        samples=args.samples,
+        population=args.population,
+        metric=args.metric,
+        mode=args.mode,
+        perturbation_interval=args.perturbation_interval,
+        cpus_per_trial=args.cpus_per_trial,
+        seed=args.seed,
+        config=args.config,
+        agent=overrides["agent"] or None,
+        run=run,
+        env_config=overrides["env"] or None,
+        resume=args.resume,
+    )
+    print(f"experiment directory: {result.experiment_dir}")
+    failed = [row for row in result.rows if row["status"] == "error"]
+    return 1 if failed and len(failed) == len(result.rows) else 0
 
 
 def _split_section_overrides(
@@ -325,6 +403,8 @@ def _main(argv: Sequence[str] | None) -> int:
         args = _parser().parse_args(rest)  # exits with code 2 and usage on a malformed line
         if args.command == "train":
             return _train(args, overrides)
+        if args.command == "tune":
+            return _tune(args, overrides)
         elif args.command == "envs":
             _envs(args, overrides["env"])
         elif overrides["agent"] or overrides["env"]:

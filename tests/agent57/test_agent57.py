@@ -144,9 +144,24 @@ def test_intrinsic_rewards_start_at_zero_and_rate_novel_observations(cartpole):
     np.testing.assert_allclose(record["prev_intrinsic"], rewards[1])
 
 
+@pytest.mark.parametrize(("distance_mean", "counts"), [("episode", 1), ("lifelong", 11)])
+def test_the_episodic_distance_mean_restarts_with_each_episode(distance_mean, counts):
+    """Countdown's episodes last 5 steps, and step t of an episode measures t - 1 < k
+    neighbours: per episode, d_m^2 has seen 1 distance at the second step of the second
+    episode; lifelong, 0 + 1 + 2 + 3 + 4 of the first episode besides."""
+    spec = env_spec("shoal.envs.toy:countdown", EnvConfig())
+    _, _, policy = _policy(spec, Layout(actors=1, envs_per_actor=2), distance_mean=distance_mean)
+    acting = Acting(policy, spec, "train")
+    _act(acting, InProcessVectorEnv([lambda: Countdown(5)] * 2, spec, seed=0), 7)
+    state = policy.state_dict()
+    assert state["slot0/episodic"][1] == state["slot1/episodic"][1] == counts
+    assert policy.memory.sizes.tolist() == [2, 2]
+
+
 def test_policy_state_round_trips_through_a_checkpoint_file(cartpole, tmp_path):
     layout = Layout(actors=2, envs_per_actor=2)
-    config, net, policy = _policy(cartpole, layout)
+    # Lifelong d_m^2, which outlives the episodes the restored policy starts.
+    config, net, policy = _policy(cartpole, layout, distance_mean="lifelong")
     acting = Acting(policy, cartpole, "train", slot_offset=2)  # actor 1: slots 2 and 3
     factory = resolve_env("CartPole-v1", EnvConfig()).factory
     _act(acting, InProcessVectorEnv([factory] * 2, cartpole, seed=0), 300)
@@ -176,6 +191,7 @@ def test_an_inline_run_resumes_its_bandits_and_novelty_statistics(quiet_run):
     run = {**quiet_run, "num_envs": 4, "checkpoint_interval": 1000, "log_interval": 1000}
     run["eval_episodes"] = 2
     agent = SMALL | {"min_replay_size": 10, "samples_per_insert": 1.0, "bandit_window": 400}
+    agent |= {"distance_mean": "lifelong"}  # a d_m^2 that outlives episodes, to see it continue
     first = shoal.train("agent57", "CartPole-v1", seed=0, run=run, agent=agent, total_steps=2000)
     saved = load_checkpoint(list_checkpoints(first.run_dir / "checkpoints")[-1])
     policies = saved["policies"]

@@ -19,6 +19,7 @@ pytestmark = [pytest.mark.distributed, pytest.mark.timeout(900)]
 AGENT = {"num_mixtures": 4, "lstm_size": 16, "dueling_hidden": 16, "hidden_sizes": "16"}
 AGENT |= {"embedding_size": 8, "rnd_size": 16, "episodic_capacity": 500}
 AGENT |= {"min_replay_size": 20, "samples_per_insert": 1.0, "bandit_window": 100_000}
+AGENT |= {"distance_mean": "lifelong"}  # d_m^2 outlives episodes, so its count must go on
 
 
 def test_a_killed_ray_run_resumes_its_counters_bandits_and_novelty(ray_cluster, tmp_path):

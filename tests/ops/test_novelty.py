@@ -26,18 +26,21 @@ class _Algorithm1:
     """One env row of NGU's episodic novelty, in the paper's notation, in float64.
 
     `M` is the episodic memory (a list of embeddings, the oldest dropped past the capacity);
-    `sum_d2` and `n_d2` make `d_m^2`, the running average of every squared k-NN distance.
+    `sum_d2` and `n_d2` make `d_m^2`, the running average of the squared k-NN distances: of
+    the episode's (`per_episode`, as rlax keeps them in the episode's state) or of every one.
     `seen` counts which branches the inputs reached.
     """
 
-    def __init__(self, k, epsilon, xi, c, s_max, capacity, seen):
+    def __init__(self, k, epsilon, xi, c, s_max, capacity, seen, per_episode=True):
         self.k, self.epsilon, self.xi, self.c, self.s_max = k, epsilon, xi, c, s_max
-        self.capacity, self.seen = capacity, seen
+        self.capacity, self.seen, self.per_episode = capacity, seen, per_episode
         self.M = []
         self.sum_d2, self.n_d2 = 0.0, 0
 
     def reset(self):
         self.M = []
+        if self.per_episode:
+            self.sum_d2, self.n_d2 = 0.0, 0
 
     def step(self, f_x):
         # 1-5: the k nearest neighbours N_k of f(x_t) in M and their squared distances d_k.
@@ -110,12 +113,13 @@ def _stream(
         np.testing.assert_allclose(got.numpy(), expected, rtol=2e-5, atol=0)
 
 
+@pytest.mark.parametrize("distance_mean", ["episode", "lifelong"])
 @pytest.mark.parametrize(
     ("k", "capacity", "s_max"),
     [(10, 15, S_MAX), (4, 7, 1.9)],
     ids=["paper-constants", "small-k-and-s_max"],
 )
-def test_episodic_memory_matches_algorithm_1(k, capacity, s_max):
+def test_episodic_memory_matches_algorithm_1(k, capacity, s_max, distance_mean):
     dim = 4
     rng = np.random.default_rng(0)
     seen = dict.fromkeys(
@@ -132,8 +136,13 @@ def test_episodic_memory_matches_algorithm_1(k, capacity, s_max):
         ],
         0,
     )
-    reference = [_Algorithm1(k, EPSILON, XI, C, s_max, capacity, seen) for _ in range(3)]
-    memory = EpisodicMemory(2, dim, capacity=capacity, k=k, max_similarity=s_max)
+    per_episode = distance_mean == "episode"
+    reference = [
+        _Algorithm1(k, EPSILON, XI, C, s_max, capacity, seen, per_episode) for _ in range(3)
+    ]
+    memory = EpisodicMemory(
+        2, dim, capacity=capacity, k=k, max_similarity=s_max, distance_mean=distance_mean
+    )
 
     # The first distance ever is 0: d_m^2 = 0 must not divide 0 by 0.
     first = torch.tensor([[0.5, -1.0, 2.0, 0.25]])
@@ -170,8 +179,9 @@ def test_episodic_memory_is_exact_far_from_the_origin(capacity):
     assert seen["revisit (distance 0)"] > 0 and seen["inside the cluster distance"] > 0
 
 
-def test_episodic_memory_first_reward_is_one_over_c_and_reset_keeps_the_mean():
-    memory = EpisodicMemory(2, 3, capacity=5)
+@pytest.mark.parametrize("distance_mean", ["episode", "lifelong"])
+def test_episodic_memory_first_reward_is_one_over_c_and_reset_restarts_the_mean(distance_mean):
+    memory = EpisodicMemory(2, 3, capacity=5, distance_mean=distance_mean)
     e = torch.tensor([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]])
     # An empty memory has no neighbours: s = sqrt(0) + c.
     assert memory.reward([0, 1], e).tolist() == pytest.approx([1 / C, 1 / C], rel=1e-6)
@@ -181,19 +191,29 @@ def test_episodic_memory_first_reward_is_one_over_c_and_reset_keeps_the_mean():
     assert memory.sizes.tolist() == [1, 2]
     memory.reset([1])
     assert memory.sizes.tolist() == [1, 0]
-    assert memory.mean_sq_distance.tolist() == [0.0, 3.0]
+    # Per episode, d_m^2 restarts with the memory; lifelong, it keeps the earlier episodes'.
+    assert memory.mean_sq_distance.tolist() == [0.0, 0.0 if distance_mean == "episode" else 3.0]
     assert memory.reward([1], e[1:]).item() == pytest.approx(1 / C, rel=1e-6)
+    # The next squared distance, 12, is normalised by itself in a new episode's mean, but by
+    # (3 + 12) / 2 = 7.5 in the lifelong one.
+    got = memory.reward([1], torch.tensor([[2.0, 2.0, 2.0]])).item()
+    d_m2 = 12.0 if distance_mean == "episode" else 7.5
+    assert memory.mean_sq_distance[1] == d_m2
+    kernel = EPSILON / (12.0 / d_m2 - XI + EPSILON)
+    assert got == pytest.approx(1 / (math.sqrt(kernel) + C), rel=1e-6)
+    assert memory.mean_sq_distance[0] == 0.0  # row 0 untouched
 
 
 def test_episodic_memory_state_dict_round_trips_through_weights_only_load():
     rng = np.random.default_rng(3)
-    memory = EpisodicMemory(3, 5, capacity=20)
+    # Lifelong, where the loaded means outlive the reset below and must match.
+    memory = EpisodicMemory(3, 5, capacity=20, distance_mean="lifelong")
     for _ in range(30):
         memory.reward(np.array([2, 0, 1]), torch.from_numpy(rng.normal(size=(3, 5))).float())
     buffer = io.BytesIO()
     torch.save(memory.state_dict(), buffer)
     buffer.seek(0)
-    restored = EpisodicMemory(3, 5, capacity=20)
+    restored = EpisodicMemory(3, 5, capacity=20, distance_mean="lifelong")
     restored.load_state_dict(torch.load(buffer, weights_only=True))
     np.testing.assert_array_equal(restored.mean_sq_distance, memory.mean_sq_distance)
     assert restored.sizes.tolist() == [0, 0, 0]  # the memories themselves are not saved
@@ -217,6 +237,8 @@ def test_episodic_memory_rejects_bad_rows_and_embeddings():
         memory.reward([0], torch.tensor([[0.0, float("nan"), 0.0]]))
     with pytest.raises(ValueError, match="grow"):
         memory.grow(1)
+    with pytest.raises(ValueError, match="distance_mean"):
+        EpisodicMemory(1, 3, distance_mean="run")
     assert memory.sizes.tolist() == [0, 0]  # nothing was stored by the failed calls
 
 

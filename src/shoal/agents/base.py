@@ -38,6 +38,7 @@ __all__ = [
     "Update",
     "Weights",
     "concat_unrolls",
+    "set_learning_rate",
 ]
 
 Weights = dict[str, torch.Tensor]
@@ -137,6 +138,21 @@ class Learner(Protocol):
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None: ...
 
+    # Agents that name live settings (`Agent.mutable`) also give
+    # `apply_settings(config) -> None`: learn from now on with `config`, whose fields outside
+    # `Agent.mutable` equal the learner's current ones (`shoal tune`'s PBT exploits).
+
+
+def set_learning_rate(optimizer: Any, learning_rate: float) -> None:
+    """Put `learning_rate` into `optimizer`: every param group of a torch optimiser, or the
+    one `lr` of shoal's flat-buffer `Adam`."""
+    groups = getattr(optimizer, "param_groups", None)
+    if groups is not None:
+        for group in groups:
+            group["lr"] = learning_rate
+    else:
+        optimizer.lr = learning_rate
+
 
 class NetworkLearner:
     """Weights and checkpoints for learners that hold `net`, `optimizer` and `version`."""
@@ -160,6 +176,14 @@ class NetworkLearner:
         self.net.load_state_dict(state["network"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.version = int(state["version"])
+
+    def apply_settings(self, config: Any) -> None:
+        """Learn with `config` from the next update on, its learning rate from now: for
+        learners that read every setting from `self.config` at each update (PPO, IMPALA,
+        DQN). The learning rate goes into the optimiser at once, so a checkpoint loaded
+        before (whose optimiser state carries its own rate) does not keep the old one."""
+        self.config = config
+        set_learning_rate(self.optimizer, config.learning_rate)
 
 
 def _no_checks(config: Any, layout: Layout) -> None:
@@ -187,3 +211,6 @@ class Agent:
     # Metrics from the run's merged `Policy.state_dict`s (Agent57: its bandits' arms), added to
     # every metrics row by the driver.
     policy_metrics: Callable[[Mapping[str, Any]], dict[str, float]] = field(default=_no_metrics)
+    # Config fields the learner can take while it runs (`Learner.apply_settings`): what PBT
+    # may change in place. Empty: none, and `shoal tune --scheduler pbt` refuses to mutate any.
+    mutable: frozenset[str] = field(default=frozenset())

@@ -24,7 +24,22 @@ from shoal.data.unroll import Unroll, concat_unrolls
 __all__ = ["UnrollQueue"]
 
 
-class UnrollQueue:
+class NoSnapshot:
+    """For tables whose contents are stale once the learner restarts from a checkpoint (an
+    on-policy batch, queued gradients, an iteration's episodes) or that the actors refill in a
+    moment: they write no replay snapshot."""
+
+    def snapshot_bytes(self) -> None:
+        return None
+
+    def write_snapshot(self, path: Path) -> int:
+        raise NotImplementedError(f"a {type(self).__name__} keeps no snapshot")
+
+    def read_snapshot(self, path: Path) -> int:
+        raise NotImplementedError(f"a {type(self).__name__} keeps no snapshot")
+
+
+class UnrollQueue(NoSnapshot):
     """`batch` unrolls per learner batch (side by side along B), on-policy or bounded."""
 
     def __init__(self, batch: int, capacity: int, on_policy: bool) -> None:
@@ -95,14 +110,3 @@ class UnrollQueue:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
-
-    # No snapshots: an on-policy batch is stale once the learner restarts, and an off-policy
-    # queue holds a few unrolls that the actors make again in a moment.
-    def snapshot_bytes(self) -> None:
-        return None
-
-    def write_snapshot(self, path: Path) -> int:
-        raise NotImplementedError("an unroll queue keeps no snapshot")
-
-    def read_snapshot(self, path: Path) -> int:
-        raise NotImplementedError("an unroll queue keeps no snapshot")

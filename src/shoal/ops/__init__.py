@@ -5,6 +5,7 @@ the style of rlax: one topic per module, shape checks on entry, a paper referenc
 package imports only torch, numpy and the standard library.
 """
 
+from shoal.ops.actor_critic import NStepAdvantage, n_step_advantage
 from shoal.ops.advantages import generalized_advantage_estimation, normalize_advantages
 from shoal.ops.distributions import (
     categorical_entropy,
@@ -19,6 +20,7 @@ from shoal.ops.double_q import (
     smoothed_target_action,
     soft_clipped_double_q_target,
 )
+from shoal.ops.evolution import ARSDirection, ars_direction, centered_ranks, es_gradient
 from shoal.ops.max_entropy import soft_policy_loss, temperature_loss
 from shoal.ops.policy_losses import (
     approx_kl,
@@ -45,24 +47,30 @@ from shoal.ops.value_rescaling import (
 from shoal.ops.vtrace import VTraceReturns, vtrace, vtrace_policy_gradient_loss
 
 __all__ = [
+    "ARSDirection",
+    "NStepAdvantage",
     "SquashedSample",
     "VTraceReturns",
     "approx_kl",
+    "ars_direction",
     "categorical_entropy",
     "categorical_log_prob",
     "categorical_sample",
+    "centered_ranks",
     "clip_fraction",
     "clipped_double_q_target",
     "clipped_surrogate_loss",
     "clipped_value_loss",
     "combine_q_values",
     "discounted_returns",
+    "es_gradient",
     "gaussian_entropy",
     "gaussian_log_prob",
     "gaussian_sample",
     "generalized_advantage_estimation",
     "huber_loss",
     "lambda_returns",
+    "n_step_advantage",
     "n_step_returns",
     "normalize_advantages",
     "retrace",

@@ -14,11 +14,17 @@ nearest neighbours `N_k` in the episode's memory `M` (the embeddings of the epis
 
 with `d²_m` the running mean of the squared k-NN distances, updated with the current distances
 before normalising (Algorithm 1, lines 6-7). Section 2 describes `d²_m` as an average over the
-k-th neighbours only; Algorithm 1 feeds it all k distances, which is what this module does. An
-empty memory (the first step of every episode) has no neighbours, so `s = c` and the reward is
-`1 / c`, the formula's own limit. The paper's constants are k = 10, ε = 1e-4, ξ = 8e-3,
-c = 1e-3, s_max = 8 and a memory of 30 000 embeddings. With k = 10 the similarity is at most
-`sqrt(10) + c < 8`, so the cut-off only fires for k >= 64 or a smaller s_max.
+k-th neighbours only; Algorithm 1 feeds it all k distances, which is what this module does.
+`EpisodicMemory` averages over the distances of the current episode by default
+(`distance_mean="episode"`), as DeepMind's rlax does (`episodic_memory_intrinsic_rewards`
+keeps the sum and count in the episode's `IntrinsicRewardState`, beside the memory, and the
+Acme agents built on it start each episode from a fresh state): the embedding is trained while
+the agent acts, so an average over the whole run lags its current scale, and the normalised
+distances, hence the rewards, drift as it learns. `"lifelong"` keeps one mean per row over the
+whole run. An empty memory (the first step of every episode) has no neighbours, so `s = c` and
+the reward is `1 / c`, the formula's own limit. The paper's constants are k = 10, ε = 1e-4,
+ξ = 8e-3, c = 1e-3, s_max = 8 and a memory of 30 000 embeddings. With k = 10 the similarity is
+at most `sqrt(10) + c < 8`, so the cut-off only fires for k >= 64 or a smaller s_max.
 
 The lifelong part is Random Network Distillation's novelty (Burda et al. 2018, "Exploration by
 Random Network Distillation", arXiv:1810.12894), normalised as NGU does:
@@ -30,7 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -159,12 +165,14 @@ class EpisodicMemory:
 
     Row `r` is one environment of a vectorised env: it holds the embeddings `f(x)` of its
     current episode (the last `capacity` of them, as a ring buffer) and the running mean `d²_m`
-    of every squared k-NN distance it has computed. `reset` empties the memory at an episode
-    start (so the next reward is `1 / c`); the running mean is kept across episodes (and across
-    checkpoints, through `state_dict`). Rows added later come from `grow`. Each row's storage is
-    one float32 `[capacity, dim]` tensor, allocated at its first embedding; `torch.empty` leaves
-    the pages an episode never reaches untouched. Distances are those of the float32
-    embeddings, measured relative to the episode's first embedding.
+    of the squared k-NN distances it has computed. `reset` empties the memory at an episode
+    start (so the next reward is `1 / c`); with `distance_mean="episode"` (the default) it
+    restarts the running mean too, so `d²_m` averages the episode's own distances; with
+    `"lifelong"` the mean is kept across episodes. Either way the statistics of the current
+    episode survive checkpoints, through `state_dict`. Rows added later come from `grow`. Each
+    row's storage is one float32 `[capacity, dim]` tensor, allocated at its first embedding;
+    `torch.empty` leaves the pages an episode never reaches untouched. Distances are those of
+    the float32 embeddings, measured relative to the episode's first embedding.
     """
 
     def __init__(
@@ -178,7 +186,13 @@ class EpisodicMemory:
         cluster_distance: float = 8e-3,
         pseudo_count: float = 1e-3,
         max_similarity: float = 8.0,
+        distance_mean: Literal["episode", "lifelong"] = "episode",
     ) -> None:
+        if distance_mean not in ("episode", "lifelong"):
+            raise ValueError(
+                f"distance_mean must be 'episode' (d²_m over the current episode, as rlax) or "
+                f"'lifelong' (over every episode of the row), got {distance_mean!r}"
+            )
         for name, value, low in (("rows", rows, 0), ("dim", dim, 1), ("capacity", capacity, 1)):
             if isinstance(value, bool) or not isinstance(value, Integral) or value < low:
                 raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
@@ -192,6 +206,7 @@ class EpisodicMemory:
         self.cluster_distance: float = float(cluster_distance)
         self.pseudo_count: float = float(pseudo_count)
         self.max_similarity: float = float(max_similarity)
+        self.distance_mean: Literal["episode", "lifelong"] = distance_mean
         self._memory: list[_RowMemory | None] = []
         self._size: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self._next: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
@@ -240,10 +255,14 @@ class EpisodicMemory:
         return array
 
     def reset(self, rows: _Rows) -> None:
-        """Empty the memories of `rows` (at their episode starts); running means are kept."""
+        """Empty the memories of `rows` (at their episode starts), and restart their running
+        means unless `distance_mean` is `"lifelong"`."""
         array = self._check_rows(rows)
         self._size[array] = 0
         self._next[array] = 0
+        if self.distance_mean == "episode":
+            self._sq_sum[array] = 0.0
+            self._sq_count[array] = 0
 
     def reward(self, rows: _Rows, embeddings: Tensor) -> Tensor:
         """Episodic rewards of one embedding per row, `[n]`, then store the embeddings.

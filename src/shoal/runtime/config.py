@@ -61,6 +61,11 @@ class RunConfig:
         2.0, "central: serve a partial batch once its oldest request waited this long."
     )
     max_inflight: int = param(1, "ray: unroll requests queued per actor (backpressure).")
+    max_learner_restarts: int = param(
+        3,
+        "ray: times a dead learner is restarted from the newest checkpoint (with every role) "
+        "before the run stops; one whose node is gone is not.",
+    )
     overlap: bool | None = param(
         None, "inline: act in a thread while learning (default: yes for off-policy agents)."
     )
@@ -170,6 +175,11 @@ class RunConfig:
             raise ValueError(
                 "learner_device cuda on ray needs --learner-gpus 1 (or a fraction): Ray hides "
                 "GPUs from processes that reserve none."
+            )
+        if self.max_learner_restarts < 0:
+            raise ValueError(
+                f"max_learner_restarts must be >= 0 (0: a dead learner stops the run), got "
+                f"{self.max_learner_restarts}."
             )
         if self.inference_batch is not None and self.inference_batch <= 0:
             raise ValueError(f"inference_batch must be > 0, got {self.inference_batch}.")

@@ -239,6 +239,11 @@ class Driver:
     def should_stop(self) -> bool:
         return self._stop_requested or self.counter.stop_reason() is not None
 
+    @property
+    def stop_requested(self) -> bool:
+        """Whether Ctrl-C or SIGTERM asked the run to stop (a launcher restarts nothing then)."""
+        return self._stop_requested
+
     def checkpoint(self, learner_state: dict[str, Any]) -> None:
         """Write a checkpoint of the learner and the run's counters; never one whose weights
         hold NaN or inf (that raises a DivergenceError and keeps the checkpoints before it)."""

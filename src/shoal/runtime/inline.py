@@ -44,13 +44,16 @@ def run_inline(
     resume: dict[str, Any] | None = None,
     callbacks: Sequence[Callback] = (),
     started: float | None = None,
+    driver_class: Callable[..., Driver] = Driver,
 ) -> Driver:
     """Train until a stop condition holds, writing metrics and checkpoints to the run
-    directory, then evaluate; the driver returned holds the counts and final evaluations."""
+    directory, then evaluate; the driver returned holds the counts and final evaluations.
+    `driver_class`: a `Driver` subclass (`shoal tune`'s trials keep hold of the learner its
+    `restore` is given)."""
     run = program.run
     torch.set_num_threads(run.torch_threads)
     torch.manual_seed(program.seed)
-    with Driver(program, resume, callbacks, started) as driver:
+    with driver_class(program, resume, callbacks, started) as driver:
         if run.inference == "central":
             _central(driver, program)
         elif program.overlaps:

@@ -10,8 +10,11 @@ never waits on a dead actor (an on-policy batch waits for the restarted actor's 
 a shard comes back with its part of the newest checkpoint's replay snapshot while inserts into
 it are sent again and the learner samples the others. Each restart is counted once
 (`actor_restarts`, `replay_restarts`), when a ping answers from a new process; a shard's also
-says in one line, and in `replay_items_lost`, what it lost. A dead learner ends the run with a
-message naming the checkpoint `--resume` goes on from.
+says in one line, and in `replay_items_lost`, what it lost. A dead learner is restarted, with
+every other role, from the newest checkpoint in this process (what `--resume` does, at most
+`--max-learner-restarts` times, counted as `learner_restarts`, its lost steps as
+`learner_steps_lost`: `ray_supervision`); one whose node is gone ends the run with a message
+naming the checkpoint `--resume` goes on from.
 """
 
 from __future__ import annotations
@@ -26,7 +29,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from shoal.checkpoint import list_checkpoints
 from shoal.config import write_atomically
 from shoal.errors import ShoalError
 from shoal.runtime.callbacks import Callback
@@ -39,6 +41,7 @@ from shoal.runtime.ray_processes import (
     EnvActorProcess,
     LearnerProcess,
 )
+from shoal.runtime.ray_supervision import LearnerDied, restart_from_checkpoint
 from shoal.runtime.tables import RemoteShards, TableProcess, died
 
 PLACEMENT_TIMEOUT_S = 120.0
@@ -56,7 +59,6 @@ def run_ray(
 
     run = program.run
     torch.set_num_threads(run.torch_threads)
-    sharded = program.data_path().sharded
     started_here = not ray.is_initialized()
     if started_here:
         if run.address:
@@ -64,38 +66,64 @@ def run_ray(
         else:
             # A local Ray counts logical CPUs: ask for at least what the roles reserve.
             wanted = run.learner_cpus + run.actors * run.actor_cpus
-            if sharded:
+            if program.data_path().sharded:
                 wanted += run.replay_shards * run.replay_cpus
             start_local(num_cpus=max(os.cpu_count() or 1, int(np.ceil(wanted))))
+    try:
+        carried: dict[str, int] = {}
+        restarts = 0  # of the learner, by this command
+        while True:
+            launched = _launch(ray, program, resume, callbacks, started, carried, restarts)
+            if isinstance(launched, Driver):
+                return launched
+            resume, started, carried = launched  # the learner died: again, from a checkpoint
+            restarts += 1
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def _launch(
+    ray: Any,
+    program: Program,
+    resume: dict[str, Any] | None,
+    callbacks: Sequence[Callback],
+    started: float | None,
+    carried: dict[str, int],
+    restarts: int,
+) -> Driver | tuple[dict[str, Any] | None, float, dict[str, int]]:
+    """One attempt of the run: every role started (from `resume`), then the driver's loop.
+    Returns the driver, or, when the learner's process died and may be restarted, what the
+    next attempt starts from (`restart_from_checkpoint`). `carried`: the event counts of earlier
+    attempts (with those since their checkpoints)."""
+    run = program.run
     handles: list[Any] = []
     prefix = f"shoal-{uuid.uuid4().hex[:12]}"  # actors find each other by these names
     try:
         with Driver(program, resume, callbacks, started) as driver:
-            shards = _start_shards(ray, program, prefix) if sharded else []
+            driver.counts.update(carried)
+            shards = _start_shards(ray, program, prefix) if program.data_path().sharded else []
             handles += shards
             if shards:  # the resumed replay is restored before any actor can insert
                 _wait_placed(ray, shards)
                 driver.attach_replay(RemoteShards(shards))
             central = run.inference == "central"
-            learner = (
-                ray.remote(LearnerProcess)
-                .options(
-                    # Actors' inserts and central inference calls each wait in a thread.
-                    name=f"{prefix}-learner",
-                    max_concurrency=run.actors * run.max_inflight + 8,
-                    num_cpus=run.learner_cpus,
-                    num_gpus=run.learner_gpus,
-                    resources=parse_resources(run.learner_resources, "--learner-resources"),
-                )
-                .remote(
-                    program,
-                    None if resume is None else resume["learner"],
-                    driver.counter.env_steps,
-                    run.torch_threads,
-                    [f"{prefix}-replay{i}" for i in range(len(shards))],
-                    central,
-                    driver.policy_state,
-                )
+            learner = _options(
+                ray.remote(LearnerProcess),
+                # Actors' inserts and central inference calls each wait in a thread.
+                name=f"{prefix}-learner",
+                max_concurrency=run.actors * run.max_inflight + 8,
+                num_cpus=run.learner_cpus,
+                num_gpus=run.learner_gpus,
+                resources=parse_resources(run.learner_resources, "--learner-resources"),
+            ).remote(
+                program,
+                None if resume is None else resume["learner"],
+                driver.counter.env_steps,
+                run.torch_threads,
+                [f"{prefix}-replay{i}" for i in range(len(shards))],
+                central,
+                driver.policy_state,
             )
             handles.append(learner)
             actors = _start_actors(ray, program, driver, prefix, len(shards), central)
@@ -104,14 +132,15 @@ def run_ray(
             roles = _roles(learner, actors, shards)
             placement = _record_placement(ray, program, roles)
             loop = _Loop(ray, driver, roles, central, placement)
-            loop.run()
-            driver.finish(loop.learner_state())
+            try:
+                loop.run()
+                driver.finish(loop.learner_state())
+            except LearnerDied:
+                return restart_from_checkpoint(ray, driver, learner, loop.placement, restarts)
+        return driver
     finally:
         for handle in handles:
             ray.kill(handle)
-        if started_here:
-            ray.shutdown()
-    return driver
 
 
 def _start_shards(ray: Any, program: Program, prefix: str) -> list:
@@ -129,9 +158,9 @@ def _start_shards(ray: Any, program: Program, prefix: str) -> list:
         "max_task_retries": 0,
     }
     return [
-        ray.remote(TableProcess)
-        .options(name=f"{prefix}-replay{i}", **options)
-        .remote(program, run.replay_shards, i, str(program.checkpoint_dir.resolve()))
+        _options(ray.remote(TableProcess), name=f"{prefix}-replay{i}", **options).remote(
+            program, run.replay_shards, i, str(program.checkpoint_dir.resolve())
+        )
         for i in range(run.replay_shards)
     ]
 
@@ -140,7 +169,8 @@ def _start_actors(
     ray: Any, program: Program, driver: Driver, prefix: str, shards: int, central: bool
 ) -> list:
     run = program.run
-    actor_class = ray.remote(EnvActorProcess if central else ActorProcess).options(
+    actor_class = _options(
+        ray.remote(EnvActorProcess if central else ActorProcess),
         num_cpus=run.actor_cpus,
         memory=None if run.actor_memory_mb is None else run.actor_memory_mb * 2**20,
         resources=parse_resources(run.actor_resources, "--actor-resources"),
@@ -166,6 +196,18 @@ def _start_actors(
                 )
             )
     return actors
+
+
+def _options(remote_class: Any, **options: Any) -> Any:
+    """`remote_class.options(**options)` with Ray's task events off. Each unroll, insert, weights
+    fetch and learn call is a Ray task, and Ray's GCS keeps the events of the newest 100,000
+    (`RAY_task_events_max_num_task_in_gcs`): hundreds of MB, filled over the first quarter hour
+    of a run (the 1-hour soak, `benchmarks/soak.py`, saw it as growth), for a dashboard's task
+    list that nobody reads at that rate. Failures still arrive as exceptions."""
+    try:
+        return remote_class.options(enable_task_events=False, **options)
+    except ValueError:  # a Ray without the option (it came in 2.2x)
+        return remote_class.options(**options)
 
 
 def _roles(learner: Any, actors: list, shards: list) -> dict[str, Any]:
@@ -319,12 +361,12 @@ class _Loop:
         )
 
     def from_learner(self, ref: Any) -> Any:
-        """The learner's answer; a dead learner ends the run, resumable from its checkpoint."""
+        """The learner's answer; a dead learner's is `LearnerDied` (`ray_supervision`)."""
         try:
             return self.ray.get(ref)
         except self.died:
             self.settle()
-            raise ShoalError(self.learner_lost()) from None
+            raise LearnerDied from None
 
     def settle(self, seconds: float = 2.0) -> None:
         """Take the answers of calls that failed with the learner (actors asking it for weights),
@@ -337,27 +379,6 @@ class _Loop:
 
     def learner_state(self) -> dict:
         return self.from_learner(self.learner.state_dict.remote())
-
-    def learner_lost(self) -> str:
-        # Not restarted: a learner from the checkpoint would rewind its version, updates and
-        # optimiser while the counters, the actors' weights and the replay's ratio went on, and
-        # the on-policy queue and central server live in its process; `--resume` rewinds all.
-        driver = self.driver
-        run_dir, saved = driver.program.run_dir, list_checkpoints(driver.program.checkpoint_dir)
-        died_at = (
-            f"The learner's process (pid {self.placement['learner']['pid']}) died at "
-            f"{driver.counter.env_steps} steps, so the run stopped (actors and replay shards are "
-            "restarted, the learner is not)."
-        )
-        if not saved:
-            return (
-                f"{died_at} No checkpoint was written before: `shoal train --resume {run_dir}` "
-                "starts the run again from step 0."
-            )
-        return (
-            f"{died_at} Continue with `shoal train --resume {run_dir}`: it goes on from "
-            f"checkpoints/{saved[-1].name}; the steps since it are lost."
-        )
 
     def learned(self, result: tuple) -> None:
         updates, metrics, lag, stats = result

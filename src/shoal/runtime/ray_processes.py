@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from shoal.runtime.actor import ActorStats, build_actor
 from shoal.runtime.central import CentralActing, EnvLoop, EnvStep
 from shoal.runtime.learning import LearnerLoop, WeightsBoard, build_learner
 from shoal.runtime.program import Program
-from shoal.runtime.tables import RemoteTable, ShardedTables
+from shoal.runtime.tables import InsertOrder, RemoteTable, ShardedTables
 
 LEARN_SECONDS = 0.1  # a driver's learn call returns after about this long with updates
 
@@ -94,6 +95,7 @@ class LearnerProcess:
             sources = (self.hub.metrics,)
         else:  # actors in other processes fetch them from the object store
             self.board = WeightsBoard(pack=lambda weights: [_pack(weights)])
+        self.order = InsertOrder()  # actors' inserts into the table held here
         self.time_progress = 0.0  # the driver's, at its last learn call
         total = program.run.total_steps
 
@@ -104,9 +106,17 @@ class LearnerProcess:
 
     # Actors' calls.
 
-    def insert(self, items: Any, version: int, block: bool = True, steps: int = 0) -> bool:
-        """Items into the table held here (data paths whose tables live with the learner)."""
-        return self.table.insert(items, version, block, steps)
+    def insert(
+        self,
+        items: Any,
+        version: int,
+        block: bool = True,
+        steps: int = 0,
+        order: tuple[int, int, int] | None = None,
+    ) -> bool:
+        """Items into the table held here (data paths whose tables live with the learner);
+        `order`: see `InsertOrder`."""
+        return self.order.apply(order, partial(self.table.insert, items, version, block, steps))
 
     def published(self, have: int) -> tuple[int, list] | None:
         return self.board.take(have)
@@ -171,7 +181,7 @@ class ActorProcess:
             program,
             index,
             seed,
-            RemoteTable(table_handle),
+            RemoteTable(table_handle, source=index),
             weights=RemoteWeights(learner_handle),
             policy_state=policy_state,
             run_steps=run_steps,

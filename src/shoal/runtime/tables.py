@@ -19,6 +19,7 @@ run goes on; the driver says what was lost (`ray_launcher`).
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -54,6 +55,42 @@ def _restarted() -> bool:
     return context.get_actor_id() is not None and context.was_current_actor_reconstructed
 
 
+class InsertOrder:
+    """Each actor's inserts applied once each and in the order it made them.
+
+    A replay links each env's transitions into a chain and refuses a transition that does not
+    start an episode yet follows an episode's end, so one actor's inserts must arrive in order
+    and once. Two things break that on Ray. An insert whose call failed is sent again, though
+    Ray may have run it (`ActorUnavailableError`: "may or may not have been executed"), so
+    the replay got it twice. And a killed actor's insert that was waiting for room goes on in
+    the table's thread, and may land after its restarted process's first inserts (the 1-hour
+    soak, `benchmarks/soak.py`, stopped on the replay's error after ten actor kills). So every
+    insert carries `order`, (source, incarnation, number): the actor, when its process started
+    (`time.time_ns()`, so a restarted one's is larger), and a count of its inserts. One source's
+    inserts run one at a time; one already applied, or from an incarnation older than the
+    newest seen, is dropped (a dead process's unroll is lost with it, as its calls in flight)."""
+
+    def __init__(self) -> None:
+        self._locks: dict[int, threading.Lock] = {}
+        self._guard = threading.Lock()
+        self._applied: dict[int, tuple[int, int]] = {}  # source -> (incarnation, number)
+
+    def apply(self, order: tuple[int, int, int] | None, insert: Callable[[], bool]) -> bool:
+        """`insert()`'s answer, or True for an insert dropped as above."""
+        if order is None:  # an inserter that is never restarted (the central server)
+            return insert()
+        source, incarnation, number = order
+        with self._guard:
+            lock = self._locks.setdefault(source, threading.Lock())
+        with lock:
+            newest, applied = self._applied.get(source, (incarnation, -1))
+            if incarnation < newest or (incarnation == newest and number <= applied):
+                return True
+            answer = insert()
+            self._applied[source] = (incarnation, number)
+            return answer
+
+
 class TableProcess:
     """One table of the run's data path; its methods are called remotely."""
 
@@ -63,6 +100,7 @@ class TableProcess:
         """`checkpoints`: the run's checkpoint folder, absolute (a Ray worker's working
         directory is not the driver's), where a restarted shard finds its snapshot."""
         self.table = program.data_path().make_table(shards, program.seed + 7919 * (index + 1))
+        self.order = InsertOrder()  # actors' inserts: once each, in order
         # A restarted shard: what it came back with (`recovery`). The first start is restored
         # by the driver instead, from the checkpoint being resumed, before any actor inserts.
         self.recovered = (
@@ -103,8 +141,16 @@ class TableProcess:
         time.sleep(seconds)
         return self.inserted(), len(self.table.replay)
 
-    def insert(self, items: Any, version: int, block: bool = True, steps: int = 0) -> bool:
-        return self.table.insert(items, version, block, steps)
+    def insert(
+        self,
+        items: Any,
+        version: int,
+        block: bool = True,
+        steps: int = 0,
+        order: tuple[int, int, int] | None = None,
+    ) -> bool:
+        """`order`: see `InsertOrder`."""
+        return self.order.apply(order, partial(self.table.insert, items, version, block, steps))
 
     def sample(self, progress: float, timeout: float | None) -> Batch | None:
         return self.table.sample(progress, timeout)
@@ -176,17 +222,25 @@ class RemoteShards:
 
 
 class RemoteTable:
-    """A table in another Ray process (a shard, or the learner's), as inserters see it."""
+    """A table in another Ray process (a shard, or the learner's), as inserters see it.
+    `source`: the inserting actor's index, whose inserts the table then applies once each and
+    in order (`InsertOrder`); None for an inserter that is not restarted."""
 
-    def __init__(self, handle: Any) -> None:
-        self.handle = handle
+    def __init__(self, handle: Any, source: int | None = None) -> None:
+        self.handle, self.source = handle, source
+        self.incarnation, self.inserts = time.time_ns(), 0
 
     def insert(self, items: Any, version: int, block: bool = True, steps: int = 0) -> bool:
         import ray
 
+        ordered = {}
+        if self.source is not None:  # the same number when sent again
+            ordered = {"order": (self.source, self.incarnation, self.inserts)}
+            self.inserts += 1
         while True:
             try:
-                return bool(ray.get(self.handle.insert.remote(items, version, block, steps)))
+                call = self.handle.insert.remote(items, version, block, steps, **ordered)
+                return bool(ray.get(call))
             except died(ray):
                 # The shard's process died, and these items with it unless sent again: Ray
                 # restarts it under the same handle (a run's end kills this process too).

@@ -65,6 +65,7 @@ class Agent57Policy(Policy):
             cluster_distance=config.cluster_distance,
             pseudo_count=config.pseudo_count,
             max_similarity=config.max_similarity,
+            distance_mean=config.distance_mean,
         )
         self.bandits: dict[str, SlidingWindowUCB] = {}
         self.rnd_stats: dict[str, RunningMeanStd] = {}

@@ -98,6 +98,11 @@ class Agent57Config:
     cluster_distance: float = param(8e-3, "Cluster distance xi (paper: 8e-3).")
     pseudo_count: float = param(1e-3, "Pseudo-count constant c (paper: 1e-3).")
     max_similarity: float = param(8.0, "Maximum similarity s_m (paper: 8).")
+    # The whole run's mean is the default every measured figure (CartPole, MinAtar) was taken
+    # with; the snake-maze preset restarts it each episode, as rlax keeps it.
+    distance_mean: Literal["episode", "lifelong"] = param(
+        "lifelong", "Average d²_m over the whole run's k-NN distances or the episode's (rlax)."
+    )
     max_lifelong_multiplier: float = param(5.0, "L, the RND multiplier's cap (paper: 5).")
 
     def __post_init__(self) -> None:

@@ -19,6 +19,15 @@ AGENT = Agent(
     make_policy=DQNPolicy,
     make_learner=DQNLearner,
     make_data_path=make_data_path,
+    # What the learner reads from its config at each update (n-step returns and exploration
+    # are the actors', so gamma and epsilon are not here).
+    mutable=frozenset(
+        {
+            "learning_rate",
+            "max_grad_norm",
+            "huber_delta",
+        }
+    ),
 )
 
 __all__ = ["AGENT", "DQNConfig"]

@@ -31,6 +31,20 @@ AGENT = Agent(
     make_policy=IMPALAPolicy,
     make_learner=IMPALALearner,
     make_data_path=make_data_path,
+    mutable=frozenset(
+        {
+            "learning_rate",
+            "entropy_coef",
+            "value_coef",
+            "gamma",
+            "trace_lambda",
+            "rho_bar",
+            "c_bar",
+            "pg_rho_bar",
+            "max_grad_norm",
+            "reward_clip",
+        }
+    ),
 )
 
 __all__ = ["AGENT", "IMPALAConfig"]

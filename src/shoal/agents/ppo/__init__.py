@@ -33,6 +33,19 @@ AGENT = Agent(
     make_learner=PPOLearner,
     make_data_path=make_data_path,
     validate=validate,
+    mutable=frozenset(
+        {
+            "learning_rate",
+            "entropy_coef",
+            "value_coef",
+            "clip_eps",
+            "gamma",
+            "gae_lambda",
+            "max_grad_norm",
+            "num_epochs",
+            "target_kl",
+        }
+    ),
 )
 
 __all__ = ["AGENT", "PPOConfig"]

@@ -1,0 +1,174 @@
+"""PBT against fixed settings on MinAtar Breakout, the same space and the same env steps.
+
+A population of N members (`shoal tune --scheduler pbt`) against N runs whose settings are
+drawn from the same space and kept (`--scheduler fifo`), every run with the same budget of env
+steps, so both sides spend N x total_steps. Printed per repetition: the best and the median
+final training return (`return_mean`, the last 100 episodes) of each side, and the exploit
+times PBT members measured in place: `exploit_time_s` from the row before an exploit (the
+member paused) to the first step after it (resumed), and `exploit_copy_s`, the copy itself
+(the donor's checkpoint read and loaded, the new settings applied).
+
+    python benchmarks/pbt_minatar.py                       # 8 members, 3 repetitions
+    python benchmarks/pbt_minatar.py --algo impala --reps 1
+    python benchmarks/pbt_minatar.py --smoke               # 2 members, a tiny budget
+
+The full run needs 2 x 8 x 3 runs of `--total-steps` each: hours on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+SPACES = {
+    "ppo": Path(__file__).resolve().parents[1] / "examples/tune/ppo_minatar_space.yaml",
+    "impala": {
+        "agent.learning_rate": {"loguniform": [1.0e-4, 3.0e-3]},
+        "agent.entropy_coef": {"loguniform": [1.0e-3, 5.0e-2]},
+        "agent.value_coef": {"uniform": [0.25, 1.0]},
+        "agent.gamma": {"uniform": [0.99, 0.9995]},
+    },
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--algo", choices=sorted(SPACES), default="ppo")
+    parser.add_argument("--env", default="minatar:breakout")
+    parser.add_argument("--population", type=int, default=8)
+    parser.add_argument("--total-steps", type=int, default=2_000_000)
+    parser.add_argument("--num-envs", type=int, default=32)
+    parser.add_argument("--log-interval", type=int, default=50_000)
+    parser.add_argument("--perturbation-interval", type=int, default=None)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--address", default=None, help="a Ray cluster (default: a local Ray)")
+    parser.add_argument("--out", default=None, help="write the figures as JSON here")
+    parser.add_argument(
+        "--smoke", action="store_true", help="2 members, 6,144 steps each, 1 repetition"
+    )
+    args = parser.parse_args()
+    if args.smoke:
+        args.population, args.total_steps, args.num_envs = 2, 6144, 8
+        args.log_interval, args.reps = 1024, 1
+        args.perturbation_interval = args.perturbation_interval or 2048
+
+    from shoal.tune import tune
+
+    root = Path(tempfile.mkdtemp(prefix="pbt-minatar-"))
+    agent = {"anneal_lr": False}
+    if args.algo == "ppo":  # one minibatch per rollout of the smoke run's envs at most
+        agent["minibatch_size"] = min(1024, 128 * args.num_envs)
+    run = {
+        "total_steps": args.total_steps,
+        "num_envs": args.num_envs,
+        "log_interval": args.log_interval,
+        "checkpoint_interval": args.total_steps,
+        "eval_episodes": 0,
+        "tensorboard": False,
+        "progress": False,
+        "runs_dir": str(root),
+    }
+    if args.address:
+        run["address"] = args.address
+    figures = []
+    for rep in range(args.reps):
+        sides = {}
+        for scheduler in ("pbt", "fifo"):
+            started = time.time()
+            result = tune(
+                args.algo,
+                args.env,
+                space=SPACES[args.algo] if args.algo != "ppo" else str(SPACES["ppo"]),
+                scheduler=scheduler,
+                samples=args.population,
+                population=args.population,
+                perturbation_interval=args.perturbation_interval,
+                seed=rep,
+                agent=agent,
+                run={**run, "run_name": f"{scheduler}-rep{rep}"},
+                verbose=0,
+            )
+            scores = [r["last return_mean"] for r in result.rows]
+            finite = [s for s in scores if s is not None and math.isfinite(s)]
+            side = {
+                "best": max(finite) if finite else None,
+                "median": statistics.median(finite) if finite else None,
+                "env_steps": sum(r["env_steps"] or 0 for r in result.rows),
+                "wall_s": round(time.time() - started, 1),
+                "dir": str(result.experiment_dir),
+            }
+            if scheduler == "pbt":
+                side.update(_exploit_times(result.experiment_dir))
+            sides[scheduler] = side
+        figures.append(sides)
+        _print(rep, sides, args)
+    if args.out:
+        Path(args.out).write_text(json.dumps(figures, indent=2) + "\n")
+
+
+def _exploit_times(exp_dir: Path) -> dict:
+    """Exploit times the members reported (see the module docstring)."""
+    from ray.tune import ExperimentAnalysis
+
+    pause, copy, exploits, pids, members = [], [], 0, set(), 0
+    for frame in ExperimentAnalysis(str(exp_dir)).trial_dataframes.values():
+        members += 1
+        pids |= set(frame["pid"])
+        exploits += int(frame["exploits"].max())
+        pause += [float(v) for v in frame["exploit_time_s"] if math.isfinite(v)]
+        copy += [float(v) for v in frame["exploit_copy_s"].drop_duplicates() if math.isfinite(v)]
+    return {
+        "exploits": exploits,
+        "processes": len(pids),
+        "members": members,
+        "exploit_time_s": _spread(pause),
+        "exploit_copy_s": _spread(copy),
+    }
+
+
+def _spread(values: list[float]) -> dict | None:
+    if not values:
+        return None
+    return {"median": statistics.median(values), "max": max(values), "n": len(values)}
+
+
+def _print(rep: int, sides: dict, args: argparse.Namespace) -> None:
+    pbt, fixed = sides["pbt"], sides["fifo"]
+    print(
+        f"\nrepetition {rep}: {args.algo} on {args.env}, {args.population} members x "
+        f"{args.total_steps} env steps each (frames = steps: MinAtar has no frame skip)"
+    )
+    for name, side in (("PBT", pbt), ("fixed", fixed)):
+        print(
+            f"  {name:<6} best {_fmt(side['best'])}  median {_fmt(side['median'])}  "
+            f"env steps {side['env_steps']}  wall {side['wall_s']} s  ({side['dir']})"
+        )
+    if pbt.get("exploit_time_s"):
+        t, c = pbt["exploit_time_s"], pbt["exploit_copy_s"] or {}
+        print(
+            f"  exploits {pbt['exploits']} in place ({pbt['processes']} processes for "
+            f"{pbt['members']} members): pause to resume median {t['median']:.3f} s, max "
+            f"{t['max']:.3f} s; copy median {c.get('median', math.nan):.3f} s"
+        )
+    else:
+        print(f"  exploits: {pbt.get('exploits', 0)} (none timed in place)")
+    verdict = (
+        pbt["best"] is not None
+        and fixed["best"] is not None
+        and pbt["best"] >= fixed["best"]
+        and pbt["median"] >= fixed["median"]
+    )
+    print(f"  PBT best >= fixed best and PBT median >= fixed median: {verdict}")
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""A2C's learner: one gradient step of the actor-critic loss per batch of unrolls."""
+
+from __future__ import annotations
+
+from shoal.agents.a2c.config import A2CConfig
+from shoal.agents.a2c.loss import actor_critic_loss
+from shoal.agents.base import NetworkLearner, Unroll, Update
+from shoal.agents.ppo.networks import ActorCritic
+from shoal.envs.spec import EnvSpec
+from shoal.optim import Adam
+
+
+class A2CLearner(NetworkLearner):
+    def __init__(self, spec: EnvSpec, config: A2CConfig, net: ActorCritic) -> None:
+        self.config, self.net = config, net
+        self.optimizer = Adam(net.parameters(), lr=config.learning_rate)
+        self.version = 0
+
+    def update(self, batch: Unroll, progress: float) -> Update:
+        config = self.config
+        remaining = max(0.0, 1.0 - progress) if config.anneal_lr else 1.0
+        self.optimizer.lr = config.learning_rate * remaining
+        loss, metrics, obs = actor_critic_loss(self.net, batch, config)
+        self.optimizer.zero_grad()
+        loss.backward()
+        if config.max_grad_norm > 0:
+            metrics["grad_norm"] = float(self.optimizer.clip_grad_norm(config.max_grad_norm))
+        self.optimizer.step()
+        if self.net.obs_norm is not None:
+            # After the step, so it saw the normalisation the actors acted with.
+            self.net.obs_norm.update(obs)
+        self.version += 1
+        metrics["learning_rate"] = self.optimizer.lr
+        return Update(metrics)

@@ -1,0 +1,25 @@
+"""A3C: asynchronous advantage actor-critic (Mnih et al. 2016).
+
+Each actor syncs the newest weights, acts `rollout_length` steps, computes the gradient of
+the n-step actor-critic loss on its own data (its adder, with its copy of the network) and
+sends the gradient, not the data; the learner applies gradients as they arrive, dropping those
+staler than `max_staleness` versions. The network and policy are PPO's, the loss A2C's.
+"""
+
+from shoal.agents.a3c.config import A3CConfig
+from shoal.agents.a3c.data import make_data_path
+from shoal.agents.a3c.learner import A3CLearner
+from shoal.agents.base import Agent
+from shoal.agents.ppo.actor import PPOPolicy
+from shoal.agents.ppo.networks import make_networks
+
+AGENT = Agent(
+    name="a3c",
+    config_cls=A3CConfig,
+    make_networks=make_networks,
+    make_policy=PPOPolicy,
+    make_learner=A3CLearner,
+    make_data_path=make_data_path,
+)
+
+__all__ = ["AGENT", "A3CConfig"]

@@ -1,0 +1,51 @@
+"""A3C hyperparameters (Mnih et al. 2016, arXiv:1602.01783)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shoal.agents.checks import require_finite_nonnegative, require_positive, require_unit_interval
+from shoal.config import param
+from shoal.nets.mlp import Activation
+from shoal.nets.torso import check_torso_setting
+
+
+@dataclass(frozen=True, kw_only=True)
+class A3CConfig:
+    learning_rate: float = param(7e-4, "Adam step size (the paper's shared RMSProp is not used).")
+    rollout_length: int = param(5, "t_max: steps per env an actor acts before sending a gradient.")
+    gamma: float = param(0.99, "Discount factor.")
+    value_coef: float = param(0.5, "Weight of the value loss.")
+    entropy_coef: float = param(0.01, "Weight of the entropy bonus.")
+    max_grad_norm: float = param(0.5, "Clip each gradient's global norm to this (0 disables).")
+    normalize_advantages: bool = param(False, "Standardise the advantages of each unroll.")
+    max_staleness: int = param(
+        8, "Drop a gradient computed more than this many learner versions ago."
+    )
+    hidden_sizes: tuple[int, ...] = param((64, 64), "Hidden layer widths of policy and value MLPs.")
+    activation: Activation = param("tanh", "Hidden activation.")
+    torso: str = param(
+        "auto", "auto, mlp, nature_cnn, impala_resnet, minatar_cnn, or package.module:function."
+    )
+    shared_torso: bool | None = param(
+        None, "Share one torso between policy and value (default: yes for images, no for vectors)."
+    )
+    init_log_std: float = param(0.0, "Initial log standard deviation of Gaussian actions.")
+
+    # PPO's actor-critic network reads these. An actor's gradient cannot carry statistics the
+    # learner would merge, so A3C normalises neither observations nor rewards.
+    normalize_obs = False
+    normalize_reward = False
+
+    def __post_init__(self) -> None:
+        require_positive(self, ("learning_rate", "rollout_length"))
+        require_unit_interval(self, ("gamma",))
+        require_finite_nonnegative(
+            self, ("value_coef", "entropy_coef", "max_grad_norm", "max_staleness")
+        )
+        if not self.hidden_sizes or min(self.hidden_sizes) <= 0:
+            raise ValueError(
+                f"hidden_sizes must be positive widths, got {self.hidden_sizes}; "
+                "set e.g. --agent.hidden-sizes 64,64."
+            )
+        check_torso_setting(self.torso)

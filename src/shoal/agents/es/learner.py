@@ -1,0 +1,64 @@
+"""The ES learner: the gradient estimate of one iteration's mirrored pairs, then Adam.
+
+Salimans et al. 2017, Algorithm 2 as OpenAI's code runs it: the population's 2n returns are
+replaced by their centred ranks, the gradient estimate is formed from the (offset, rank)
+scalars and this process's copy of the noise table, L2 decay is added, Adam takes the step,
+and the observation moments the actors reported are merged into the normalisation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from shoal import ops
+from shoal.agents.base import NetworkLearner, Update
+from shoal.agents.es.config import ESConfig
+from shoal.agents.evolution import PerturbableMLP, noise_table, perturbations
+from shoal.envs.spec import EnvSpec
+from shoal.optim import Adam
+
+
+def population_metrics(batch: dict[str, Any]) -> dict[str, float]:
+    returns = np.concatenate([batch["return_pos"], batch["return_neg"]])
+    lengths = np.concatenate([batch["length_pos"], batch["length_neg"]])
+    return {
+        "population_return_mean": float(returns.mean()),
+        "population_return_max": float(returns.max()),
+        "population_length_mean": float(lengths.mean()),
+        "pairs": float(len(batch["noise_offset"])),
+    }
+
+
+def merge_moments(net: PerturbableMLP, batch: dict[str, Any]) -> None:
+    if net.normalize_obs and "obs_count" in batch:
+        net.merge_obs_moments(batch["obs_sum"], batch["obs_sumsq"], float(batch["obs_count"]))
+
+
+class ESLearner(NetworkLearner):
+    def __init__(self, spec: EnvSpec, config: ESConfig, net: PerturbableMLP) -> None:
+        self.config, self.net = config, net
+        self.noise = noise_table(config.noise_seed, config.noise_table_size)
+        self.optimizer = Adam(net.parameters(), lr=config.learning_rate)
+        self.version = 0
+
+    def update(self, batch: dict[str, Any], progress: float) -> Update:
+        config, net = self.config, self.net
+        n = len(batch["noise_offset"])
+        eps = torch.from_numpy(perturbations(self.noise, batch["noise_offset"], net.num_params))
+        returns = torch.from_numpy(np.concatenate([batch["return_pos"], batch["return_neg"]]))
+        ranks = ops.centered_ranks(returns)
+        gradient = ops.es_gradient(eps, ranks[:n], ranks[n:], config.noise_std)
+        theta = self.optimizer.flat
+        # Adam descends: the negated ascent direction, plus the L2 decay's gradient.
+        self.optimizer.flat_grad.copy_(-gradient + config.l2_coef * theta)
+        self.optimizer.step()
+        merge_moments(net, batch)
+        self.version += 1
+        net.iteration.fill_(self.version)
+        metrics = population_metrics(batch)
+        metrics["gradient_norm"] = float(gradient.norm())
+        metrics["theta_norm"] = float(theta.norm())
+        return Update(metrics)

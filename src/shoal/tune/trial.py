@@ -1,0 +1,242 @@
+"""One shoal run inside a Tune trial's process, advanced one metrics row at a time.
+
+The run is `shoal train`'s inline run (`run_inline`, unchanged) in a thread of its own. A
+callback hands each metrics row over and waits there until asked for the next one, so between
+two rows the learner is idle: a checkpoint, an exploit (another member's learner state copied
+in) or new settings (`Learner.apply_settings`) then act on a consistent learner, in place,
+without building anything again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import queue
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from shoal import experiment
+from shoal.checkpoint import checkpoint_path
+from shoal.config import dump_yaml, write_atomically
+from shoal.errors import ShoalError, user_error
+from shoal.runtime.callbacks import Callback
+from shoal.runtime.driver import Driver
+from shoal.runtime.inline import run_inline
+
+__all__ = ["TrialRun", "learning_rates"]
+
+SUMMARY_FILE = "summary.json"
+
+
+class _Abandon(BaseException):
+    """Raised in the run's thread to leave the run where it is (its trial moved elsewhere)."""
+
+
+class TrialRun:
+    """A run of `resolved` in `run_dir`, trained row by row from `next_row`.
+
+    `resume`: the checkpoint payload to continue from (None: a new run); `exploit`: another
+    member's checkpoint payload to copy in before the first update (see `exploit`)."""
+
+    def __init__(
+        self,
+        resolved: experiment.Resolved,
+        run_dir: Path,
+        resume: dict[str, Any] | None,
+        exploit: dict[str, Any] | None = None,
+    ) -> None:
+        self.resolved = resolved
+        self.run_dir = run_dir
+        self.program = experiment.program(resolved, run_dir, experiment.spec_of(resolved))
+        self._resume = resume
+        self.pending_exploit = exploit
+        self._out: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self._go = threading.Semaphore(0)
+        self._abandoned = False
+        self._thread: threading.Thread | None = None
+        self.driver: _TrialDriver | None = None
+        self.learner: Any = None
+        self.finished = False
+
+    # The run's thread -------------------------------------------------------------------
+
+    def _main(self) -> None:
+        try:
+            driver = run_inline(
+                self.program,
+                self._resume,
+                callbacks=[_HandOver(self)],
+                started=time.time(),
+                driver_class=self._make_driver,
+            )
+            _write_summary(self.resolved, self.run_dir, driver)
+            self._out.put(("done", None))
+        except _Abandon:
+            self._out.put(("abandoned", None))
+        except ShoalError as err:
+            self._out.put(("error", user_error(err)))
+        except BaseException as err:
+            self._out.put(("error", err))
+
+    def _make_driver(self, *args: Any) -> Driver:
+        driver = _TrialDriver(*args)
+        driver.trial = self
+        self.driver = driver
+        return driver
+
+    def _hand_over(self, row: dict[str, Any]) -> None:
+        """In the run's thread: give `row` to `next_row` and wait to be asked for the next."""
+        assert self.driver is not None
+        if self.driver.finishing:  # the last row: the run ends without waiting
+            self._out.put(("last", row))
+            return
+        self._out.put(("row", row))
+        self._go.acquire()
+        if self._abandoned:
+            raise _Abandon
+
+    # The trial's side ---------------------------------------------------------------------
+
+    def next_row(self) -> tuple[dict[str, Any] | None, bool]:
+        """Train on to the next metrics row: (the row, whether the run has ended). An error
+        of the run is raised here."""
+        if self.finished:
+            return None, True
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._main, name="shoal-trial", daemon=True)
+            self._thread.start()
+        else:
+            self._go.release()
+        kind, value = self._out.get()
+        if kind == "row":
+            return value, False
+        self.finished = True
+        if kind == "last":  # the summary follows
+            kind, after = self._out.get()
+            if kind == "error":
+                raise after
+            return value, True
+        if kind == "error":
+            raise value
+        return None, True
+
+    def save(self, path: Path) -> None:
+        """A checkpoint of the paused run (written to the run directory as every shoal
+        checkpoint is, atomically) and a copy of it at `path`."""
+        driver = self._paused_driver()
+        driver.checkpoint(self.learner.state_dict())
+        written = checkpoint_path(self.program.checkpoint_dir, driver.counter.env_steps)
+        shutil.copyfile(written, path)
+
+    def exploit(self, payload: dict[str, Any], agent_config: Any) -> None:
+        """Continue from another member's learner (`payload`: its checkpoint) with this
+        trial's settings `agent_config`: weights, optimiser and normaliser state are copied,
+        then the settings are applied over them, so the optimiser learns at this trial's rate
+        and not the one stored with the donor's optimiser (ray-project/ray#62173). The env
+        step, episode and update counters stay this run's; the recent returns are the
+        donor's (the policy they measure is now the donor's)."""
+        driver = self._paused_driver()
+        learner = self.learner
+        version = learner.version
+        learner.load_state_dict(payload["learner"])
+        # Versions only grow: actors take weights newer than theirs, and an on-policy queue
+        # drops unrolls older than the learner.
+        learner.version = max(version, learner.version)
+        self.apply(agent_config)
+        driver.policy_state.update(payload.get("policies", {}))
+        counter = driver.counter
+        counter.recent_returns.clear()
+        counter.recent_returns.extend(payload["recent_returns"])
+        counter.recent_lengths.clear()
+        counter.recent_lengths.extend(payload["recent_lengths"])
+
+    def apply(self, agent_config: Any) -> None:
+        """Learn with `agent_config` from now on (fields outside `Agent.mutable` unchanged)."""
+        if self.program.agent.mutable:
+            self.learner.apply_settings(agent_config)
+        resolved = dataclasses.replace(self.resolved, agent_config=agent_config)
+        self.resolved = resolved
+        write_atomically(self.run_dir / experiment.CONFIG_FILE, dump_yaml(resolved.as_dict()))
+
+    def abandon(self) -> None:
+        """Stop the run where it is, without a final checkpoint or evaluation."""
+        thread = self._thread
+        if thread is None or self.finished:
+            return
+        self._abandoned = True
+        self._go.release()
+        thread.join(timeout=60)
+        self.finished = True
+
+    def _paused_driver(self) -> _TrialDriver:
+        if self.driver is None or self.learner is None or self.finished:
+            raise RuntimeError("the trial's run is not paused between two rows")
+        return self.driver
+
+
+class _TrialDriver(Driver):
+    """The driver of a trial's run: keeps hold of the learner it restores, and says when
+    the run is finishing (its last row is not waited on)."""
+
+    trial: TrialRun
+    finishing = False
+
+    def restore(self, learner: Any) -> None:
+        super().restore(learner)
+        trial = self.trial
+        trial.learner = learner
+        if trial.pending_exploit is not None:  # before the first update
+            payload, trial.pending_exploit = trial.pending_exploit, None
+            trial.exploit(payload, trial.resolved.agent_config)
+
+    def finish(self, learner_state: dict[str, Any]) -> None:
+        self.finishing = True
+        super().finish(learner_state)
+
+
+class _HandOver(Callback):
+    def __init__(self, trial: TrialRun) -> None:
+        self.trial = trial
+
+    def on_row(self, row: dict[str, Any]) -> None:
+        self.trial._hand_over(row)
+
+
+def learning_rates(learner: Any) -> list[float]:
+    """The learning rates the learner's optimisers will step with: every param group of
+    every torch optimiser, and the `lr` of shoal's `Adam`, among its attributes."""
+    rates = []
+    for name, value in sorted(vars(learner).items()):
+        if "optim" not in name or value is None:
+            continue
+        groups = getattr(value, "param_groups", None)
+        if groups is not None:
+            rates.extend(float(group["lr"]) for group in groups)
+        elif hasattr(value, "lr"):
+            rates.append(float(value.lr))
+    return rates
+
+
+def _write_summary(resolved: experiment.Resolved, run_dir: Path, driver: Driver) -> None:
+    """summary.json, with the keys `shoal train` writes that a trial has."""
+    counter = driver.counter
+    greedy = driver.final.get("greedy")
+    summary = {
+        "algo": resolved.algo,
+        "env": resolved.env_id,
+        "seed": resolved.seed,
+        "env_steps": counter.env_steps,
+        "episodes": counter.episodes,
+        "updates": counter.updates,
+        "wall_time": round(counter.elapsed, 3),
+        "stop_reason": counter.stop_reason() or counter.interruption,
+        **counter.counts,
+        "train_return_mean": counter.mean_return,
+        "evaluation": greedy.result.as_dict() if greedy else None,
+        "pid": os.getpid(),
+    }
+    write_atomically(run_dir / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")

@@ -1,0 +1,102 @@
+"""A3C: actors send gradients, the learner applies them within a staleness bound."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import shoal
+from shoal.agents.a3c import AGENT, A3CConfig
+from shoal.agents.a3c.data import GradientQueue
+from shoal.data import Layout
+from shoal.envs import EnvSpec, InProcessVectorEnv, make_env
+from shoal.runtime.collector import UnrollCollector
+from shoal.runtime.rows import Acting
+
+
+def _actor(config: A3CConfig):
+    spec = EnvSpec.from_env("CartPole-v1", make_env("CartPole-v1"))
+    net = AGENT.make_networks(spec, config)
+    vector = InProcessVectorEnv([lambda: make_env("CartPole-v1")] * 2, spec, seed=0)
+    policy = AGENT.make_policy(spec, config, net, 0, None)
+    collector = UnrollCollector(vector, Acting(policy, spec), config.rollout_length)
+    collector.acting.version = 0  # as if it had taken the learner's first weights
+    adder = AGENT.make_data_path(spec, config, Layout()).make_adder(policy, 0)
+    return spec, net, collector, adder
+
+
+def test_the_adder_sends_the_gradient_of_the_actor_critic_loss_at_the_acting_weights():
+    config = A3CConfig(rollout_length=6, hidden_sizes=(8,))
+    spec, net, collector, adder = _actor(config)
+    unroll = collector.collect()
+    item = adder.add(unroll)
+    params = [p for p in net.parameters() if p.requires_grad]
+    assert item["gradient"].shape == (sum(p.numel() for p in params),)
+    assert item["version"] == unroll.behaviour_version
+    # The same gradient as backpropagating A2C's loss through a copy of the network.
+    from shoal.agents.a2c.loss import actor_critic_loss
+
+    copy = AGENT.make_networks(spec, config)
+    copy.load_state_dict(net.state_dict())
+    loss, _, _ = actor_critic_loss(copy, unroll, config)
+    loss.backward()
+    expected = torch.cat([p.grad.reshape(-1) for p in copy.parameters()])
+    np.testing.assert_allclose(item["gradient"], expected.numpy(), rtol=1e-5, atol=1e-7)
+    # The actor's own parameters hold no gradient: nothing leaks into a shared learner.
+    assert all(p.grad is None for p in net.parameters())
+
+
+def test_the_learner_applies_a_gradient_as_adam_would():
+    config = A3CConfig(rollout_length=6, hidden_sizes=(8,), max_grad_norm=0.0)
+    spec, net, collector, adder = _actor(config)
+    item = adder.add(collector.collect())
+    learner = AGENT.make_learner(spec, config, net)
+    before = torch.cat([p.detach().reshape(-1).clone() for p in net.parameters()])
+    update = learner.update(item, 0.0)
+    after = torch.cat([p.detach().reshape(-1) for p in net.parameters()])
+    g = torch.from_numpy(item["gradient"])
+    moved = g.abs() > 1e-6
+    # Adam's first step: -lr * sign(g).
+    torch.testing.assert_close(
+        (after - before)[moved], -config.learning_rate * torch.sign(g[moved]), rtol=1e-3, atol=1e-6
+    )
+    assert learner.version == 1 and update.metrics["staleness"] == 0.0
+
+
+def test_the_queue_drops_gradients_staler_than_the_bound_and_reports_staleness():
+    queue = GradientQueue(capacity=8, max_staleness=2)
+    for version in (0, 1, 3):
+        queue.insert({"gradient": np.zeros(1), "version": version}, version, block=False)
+    queue.after_update(None, None, 4)  # the learner is at version 4
+    batch = queue.sample(0.0, timeout=0)
+    # Versions 0 and 1 are 4 and 3 behind: dropped; version 3 is 1 behind: applied.
+    assert batch is not None and batch.behaviour_version == 3
+    stats = queue.stats()
+    assert stats["gradients_dropped"] == 2.0 and stats["staleness_max"] == 1.0
+    assert queue.sample(0.0, timeout=0) is None
+
+
+def test_a3c_solves_cartpole_inline_with_its_staleness_within_the_bound(quiet_run):
+    result = shoal.train("a3c", "CartPole-v1", seed=0, run={**quiet_run, "stop_at_return": 475})
+    assert result.stop_reason == "stop_at_return"
+    assert result.evaluation.mean_return >= 400
+    rows = [r for r in _rows(result.run_dir) if "staleness_max" in r]
+    assert rows and max(r["staleness_max"] for r in rows) <= A3CConfig().max_staleness
+
+
+def _rows(run_dir):
+    import json
+
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.distributed
+@pytest.mark.timeout(900)
+def test_a3c_solves_cartpole_on_ray_with_two_actors(ray_cluster, quiet_run):
+    run = {**quiet_run, "runtime": "ray", "actors": 2, "num_envs": 4, "stop_at_return": 475}
+    result = shoal.train("a3c", "CartPole-v1", seed=0, run=run)
+    assert result.stop_reason == "stop_at_return"
+    assert result.evaluation.mean_return >= 400
+    rows = [r for r in _rows(result.run_dir) if "staleness_max" in r]
+    assert rows and max(r["staleness_max"] for r in rows) <= A3CConfig().max_staleness
