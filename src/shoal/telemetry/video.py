@@ -1,8 +1,7 @@
 """mp4 videos written frame by frame, with a caption strip under the screen.
 
 Frames go to an ffmpeg process (imageio-ffmpeg's own binary; no system ffmpeg is needed)
-through a bounded queue and a pipe, so memory stays flat however long the video: nothing holds
-an episode, and the caller does not wait on the encoder unless it falls a queue behind.
+straight down a pipe, so memory stays flat however long the video: nothing holds an episode.
 The video is written to a hidden temporary file beside its path and renamed when finished, so a
 crash or an error never leaves a half-written video under the name asked for.
 """
@@ -12,10 +11,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import queue
 import subprocess
 import tempfile
-import threading
 import uuid
 from fractions import Fraction
 from pathlib import Path
@@ -34,9 +31,7 @@ except ImportError:  # Windows: pipes keep their size
 __all__ = ["VideoWriter", "check_video_path", "make_folder", "mp4_to_gif"]
 
 _TEXT = (255, 255, 255)
-QUEUE_BYTES = 8 * 2**20  # of frames waiting for ffmpeg, at most (and at most MAX_QUEUED_FRAMES)
-MAX_QUEUED_FRAMES = 32  # 2 s of Atari at 15 fps
-PIPE_BYTES = 2**20
+PIPE_BYTES = 2**20  # about 10 Atari frames on their way to ffmpeg
 
 
 def _ffmpeg() -> Any:
@@ -78,11 +73,12 @@ class VideoWriter:
     values (libx264rgb, qp 0), for tests that compare frames. Use as a context manager: on an
     exception the partial file is removed and nothing appears at `path`.
 
-    `add` copies the frame into one of a few buffers and returns; a thread of this process
-    hands the buffers to ffmpeg, which encodes in its own process. So the caller never waits
-    on ffmpeg unless ffmpeg falls `queued_frames` behind (at most `QUEUE_BYTES` of frames):
-    the agent plays on while ffmpeg encodes, on another core when the machine has one free,
-    and memory stays bounded whatever the length of the video.
+    `add` hands the screen and its caption strip to the kernel in one `writev`, without
+    copying them in Python, and returns; ffmpeg encodes in its own process, on another core
+    when the machine has one free. The caller waits only when ffmpeg falls a full pipe (about
+    a megabyte of frames) behind. A writing thread with a queue of frames, tried before, cost
+    the agent twice as much: a copy per frame, and the thread taking the GIL from the agent
+    for every frame (measured in benchmarks/video_overhead.py).
     """
 
     def __init__(self, path: str | os.PathLike[str], fps: float, lossless: bool = False) -> None:
@@ -91,17 +87,15 @@ class VideoWriter:
         self.lossless = lossless
         self.frames = 0
         self.size: tuple[int, int] | None = None  # (width, height) of the video's frames
-        self.queued_frames = 0  # buffers between `add` and ffmpeg, set by the first frame
         self._exe = _ffmpeg().get_ffmpeg_exe()
         self._process: subprocess.Popen[bytes] | None = None
+        self._pipe = -1  # ffmpeg's standard input
         self._log: Any = None  # ffmpeg's stderr, a temporary file (a pipe could fill and block)
-        self._thread: threading.Thread | None = None
-        self._free: queue.SimpleQueue[_Buffer] = queue.SimpleQueue()
-        self._full: queue.SimpleQueue[_Buffer | None] = queue.SimpleQueue()
-        self._error: BaseException | None = None  # of the writing thread
         self._tmp: Path | None = None
         self._screen_shape: tuple[int, ...] | None = None
         self._caption: _Caption | None = None
+        self._padded: np.ndarray | None = None  # an odd-width screen, widened by a column
+        self._bottom: np.ndarray | None = None  # a black row under an odd-height frame
 
     def add(self, screen: np.ndarray, caption: str = "") -> None:
         """Append one frame: `screen` with `caption` drawn in a strip beneath it."""
@@ -112,25 +106,25 @@ class VideoWriter:
                 f"The environment's screen changed size from {self._screen_shape} to "
                 f"{screen.shape} during the video; a video needs frames of one size."
             )
-        if self._error is not None:
-            self._stop_failed()
         assert self._caption is not None
-        buffer = self._free.get()  # waits only while ffmpeg is `queued_frames` behind
-        height, width = screen.shape[:2]
-        buffer.frame[:height, :width] = screen
-        if buffer.caption != caption:  # the return changes far less often than the screen
-            buffer.frame[height : height + self._caption.height] = self._caption.strip(caption)
-            buffer.caption = caption
-        self._full.put(buffer)
+        if self._padded is not None:
+            self._padded[:, : screen.shape[1]] = screen
+            screen = self._padded
+        parts = [np.ascontiguousarray(screen), self._caption.strip(caption)]
+        if self._bottom is not None:
+            parts.append(self._bottom)
+        try:
+            _write_all(self._pipe, parts)
+        except OSError as err:
+            self._stop_failed(err)
         self.frames += 1
 
     def close(self) -> None:
         """Finish the video and move it to `path` (a video with no frame writes nothing)."""
         if self._process is None:
             return
-        returncode = self._finish()
-        if self._error is not None or returncode != 0:
-            self._stop_failed()
+        if self._finish() != 0:
+            self._stop_failed(None)
         assert self._tmp is not None
         try:
             os.replace(self._tmp, self.path)
@@ -166,11 +160,15 @@ class VideoWriter:
     def _open(self, shape: tuple[int, ...]) -> None:
         height, width = shape[:2]
         self._screen_shape = tuple(shape)
-        self._caption = _Caption(width + width % 2)
+        even_width = width + width % 2
+        self._caption = _Caption(even_width)
         # H.264 in yuv420p needs even sides: pad by a black column/row rather than rescale.
+        if width % 2:
+            self._padded = np.zeros((height, even_width, 3), np.uint8)
         total = height + self._caption.height
-        frame_shape = (total + total % 2, width + width % 2, 3)
-        self.size = (frame_shape[1], frame_shape[0])
+        if total % 2:
+            self._bottom = np.zeros((1, even_width, 3), np.uint8)
+        self.size = (even_width, total + total % 2)
         # ffmpeg creates the file, so it gets the permissions of any new file (mkstemp's are
         # private to the user).
         self._tmp = self.path.with_name(f".{self.path.stem}.{uuid.uuid4().hex[:8]}.partial.mp4")
@@ -189,13 +187,8 @@ class VideoWriter:
             self.discard()
             raise StorageError(f"Cannot write {self.path}: ffmpeg did not start ({err}).") from None
         assert self._process.stdin is not None
-        _widen_pipe(self._process.stdin.fileno())
-        frame_bytes = int(np.prod(frame_shape))
-        self.queued_frames = max(2, min(MAX_QUEUED_FRAMES, QUEUE_BYTES // frame_bytes))
-        for _ in range(self.queued_frames):
-            self._free.put(_Buffer(np.zeros(frame_shape, np.uint8)))
-        self._thread = threading.Thread(target=self._write, name="shoal-video", daemon=True)
-        self._thread.start()
+        self._pipe = self._process.stdin.fileno()
+        _widen_pipe(self._pipe)
 
     def _command(self) -> list[str]:
         assert self.size is not None
@@ -213,39 +206,19 @@ class VideoWriter:
             "-threads", "1", str(self._tmp),
         ]  # fmt: skip
 
-    def _write(self) -> None:
-        """The writing thread: each full buffer down ffmpeg's pipe, then back to the free ones.
-
-        After a failure it only recycles buffers, so `add` never waits on a dead ffmpeg."""
-        assert self._process is not None and self._process.stdin is not None
-        pipe = self._process.stdin.fileno()
-        while (buffer := self._full.get()) is not None:
-            if self._error is None:
-                try:
-                    _write_all(pipe, buffer.view)
-                except BaseException as err:  # handed to the caller's thread by `add` and `close`
-                    self._error = err
-            self._free.put(buffer)
-
     def _finish(self) -> int | None:
-        """Let the writing thread send every frame and stop, close ffmpeg's input and wait for
-        ffmpeg to end the file; its exit code."""
+        """Close ffmpeg's input and wait for ffmpeg to end the file; its exit code."""
         process = self._process
         assert process is not None and process.stdin is not None
-        if self._thread is not None:
-            self._full.put(None)
-            self._thread.join()
-            self._thread = None
         with contextlib.suppress(OSError):  # ffmpeg may have gone already
             process.stdin.close()
         return process.wait()
 
-    def _stop_failed(self) -> NoReturn:
+    def _stop_failed(self, error: OSError | None) -> NoReturn:
         """Raise what stopped ffmpeg (or the pipe to it), leaving no file behind."""
-        error = self._error
         if self._process is not None:
             self._finish()  # ffmpeg's last words are in its log once it has ended
-        if isinstance(error, OSError) and error.errno not in (None, errno.EPIPE):
+        if error is not None and error.errno not in (None, errno.EPIPE):
             failure = storage_error(self.path, error)
         else:
             said = ""
@@ -264,23 +237,25 @@ class VideoWriter:
         raise failure from None
 
 
-class _Buffer:
-    """One frame on its way to ffmpeg, and the caption its strip shows."""
-
-    def __init__(self, frame: np.ndarray) -> None:
-        self.frame = frame
-        self.view = memoryview(frame).cast("B")  # written without a copy to bytes
-        self.caption: str | None = None
-
-
-def _write_all(fd: int, data: memoryview) -> None:
-    while data:
-        data = data[os.write(fd, data) :]
+def _write_all(fd: int, parts: list[np.ndarray]) -> None:
+    """Write the arrays' bytes in order, in one system call unless the pipe takes them in
+    pieces (a signal can cut a blocking write short)."""
+    views = [memoryview(part).cast("B") for part in parts]
+    written = os.writev(fd, views) if hasattr(os, "writev") else 0  # Windows has no writev
+    for view in views:
+        if written >= len(view):
+            written -= len(view)
+            continue
+        rest = view[written:]
+        written = 0
+        while rest:
+            rest = rest[os.write(fd, rest) :]
 
 
 def _widen_pipe(fd: int) -> None:
     """A pipe as large as Linux allows a user (1 MB by default, not 64 kB): ffmpeg then reads
-    several frames per wake-up. Elsewhere the pipe stays as it is."""
+    several frames per wake-up, and a moment's delay in ffmpeg does not stop the agent. Elsewhere
+    the pipe stays as it is."""
     setpipe = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
     if setpipe is None:
         return
