@@ -7,14 +7,16 @@ Nothing here imports Ray at module level: inline runs never load it.
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import subprocess
 import sys
 from importlib import metadata
 
-from shoal.errors import ConfigError
+from shoal.errors import ConfigError, ShoalError
 
+LOCAL_START_ATTEMPTS = 3  # starts of a local Ray whose node missed Ray's 30 s to register
 PROBE_TIMEOUT_S = 5.0  # a TCP connection to the head: it answers in milliseconds or not at all
 GCS_TIMEOUT_S = 20.0  # a Python process that imports Ray and asks the head for its cluster id
 
@@ -127,13 +129,37 @@ def start_local(num_cpus: int) -> None:
     clusters = ray_constants.ENABLE_RAY_CLUSTER
     ray_constants.ENABLE_RAY_CLUSTER = False
     try:
-        ray.init(
-            address="local",
-            _node_ip_address="127.0.0.1",
-            num_cpus=num_cpus,
-            include_dashboard=False,
-            logging_level="ERROR",
-            log_to_driver=False,
-        )
+        for attempt in range(1, LOCAL_START_ATTEMPTS + 1):
+            try:
+                ray.init(
+                    address="local",
+                    _node_ip_address="127.0.0.1",
+                    num_cpus=num_cpus,
+                    include_dashboard=False,
+                    logging_level="ERROR",
+                    log_to_driver=False,
+                )
+                return
+            except Exception as err:  # Ray raises a bare Exception when its node is late
+                if "timed out during startup" not in str(err):
+                    raise
+                # Ray gives its node a fixed 30 s to register; on a machine whose load is many
+                # times its cores that is sometimes too short, and a second start succeeds.
+                ray.shutdown()
+                if attempt == LOCAL_START_ATTEMPTS:
+                    raise ShoalError(
+                        f"Ray did not start on this machine: its node missed Ray's 30 s to "
+                        f"register, {LOCAL_START_ATTEMPTS} times (load average "
+                        f"{_load_average()}). The machine is too busy for a local Ray now: "
+                        "run again when it is quieter, or use --runtime inline, which needs "
+                        "no Ray."
+                    ) from None
     finally:
         ray_constants.ENABLE_RAY_CLUSTER = clusters
+
+
+def _load_average() -> str:
+    try:
+        return f"{os.getloadavg()[0]:.1f}"
+    except OSError:
+        return "unknown"

@@ -1,0 +1,65 @@
+"""A local Ray whose node misses Ray's fixed 30 s registration is started again, and a start
+that keeps failing is one clear paragraph (seen under a load average of 40 on 2 cores)."""
+
+from __future__ import annotations
+
+import pytest
+
+from shoal.errors import ShoalError
+from shoal.runtime import ray_connect
+
+ray = pytest.importorskip("ray")
+
+LATE = "The current node timed out during startup. This could happen because ..."
+
+
+class FakeInit:
+    """`ray.init` failing as Ray does when its node is late, `failures` times."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.calls: list[dict] = []
+        self.shutdowns = 0
+
+    def init(self, **kwargs: object) -> None:
+        self.calls.append(kwargs)
+        if len(self.calls) <= self.failures:
+            raise Exception(LATE)
+
+    def shutdown(self) -> None:
+        self.shutdowns += 1
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    def install(failures: int) -> FakeInit:
+        fake = FakeInit(failures)
+        monkeypatch.setattr(ray, "init", fake.init)
+        monkeypatch.setattr(ray, "shutdown", fake.shutdown)
+        return fake
+
+    return install
+
+
+def test_a_late_node_is_started_again(fake):
+    init = fake(failures=2)
+    ray_connect.start_local(num_cpus=2)
+    assert len(init.calls) == 3 and init.shutdowns == 2
+    assert all(call["_node_ip_address"] == "127.0.0.1" for call in init.calls)
+
+
+def test_a_node_late_every_time_is_one_clear_paragraph(fake):
+    init = fake(failures=ray_connect.LOCAL_START_ATTEMPTS)
+    with pytest.raises(ShoalError, match="--runtime inline") as info:
+        ray_connect.start_local(num_cpus=2)
+    assert len(init.calls) == ray_connect.LOCAL_START_ATTEMPTS
+    assert "\n" not in str(info.value) and "load average" in str(info.value)
+
+
+def test_other_failures_are_not_retried(fake, monkeypatch):
+    def broken(**kwargs: object) -> None:
+        raise ValueError("num_cpus must be positive")
+
+    monkeypatch.setattr(ray, "init", broken)
+    with pytest.raises(ValueError, match="num_cpus"):
+        ray_connect.start_local(num_cpus=2)
