@@ -5,6 +5,7 @@ paragraph that leaves nothing behind."""
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 import uuid
@@ -12,12 +13,14 @@ from pathlib import Path
 
 import fsspec
 import pytest
+from run_dirs import rows, write_run
 
 import shoal
 from shoal import storage
 from shoal.checkpoint import load_checkpoint
 from shoal.cli import main
 from shoal.errors import CheckpointError, ConfigError
+from shoal.runs import read_runs
 from shoal.storage import UploadError
 from shoal.telemetry import read_metrics
 
@@ -31,7 +34,8 @@ def bucket(tmp_path, monkeypatch):
     monkeypatch.setenv(storage.STAGING_ENV, str(tmp_path / "staging"))
     root = f"/bkt-{uuid.uuid4().hex[:8]}"
     yield f"memory:/{root}/runs"
-    MEMORY.rm(root, recursive=True)
+    if MEMORY.exists(root):
+        MEMORY.rm(root, recursive=True)
 
 
 def _objects(url: str) -> list[str]:
@@ -198,3 +202,54 @@ def test_staging_defaults_to_the_temp_folder(monkeypatch, tmp_path):
     finally:
         storage.RunStore(folder, staged=True).close()
     assert not folder.parent.exists()
+
+
+def _put_run(bucket: str, name: str, seed: int, returns: list[float]) -> str:
+    """A finished run's readable files in the bucket, as `shoal train --runs-dir URL` leaves."""
+    local = write_run(Path(tempfile.mkdtemp()), name, seed=seed, rows=rows([100, 200], returns))
+    root = f"{bucket.removeprefix('memory:/')}/{name}"
+    for path in local.iterdir():
+        MEMORY.put_file(str(path), f"{root}/{path.name}")
+    MEMORY.pipe_file(f"{root}/checkpoints/step-000000000200.pt", b"not read by plot or report")
+    return f"{bucket}/{name}"
+
+
+def test_plot_and_report_read_runs_from_a_bucket_folder(bucket, tmp_path, capsys):
+    first = _put_run(bucket, "ppo-a", 0, [10.0, 20.0])
+    _put_run(bucket, "ppo-b", 1, [12.0, 30.0])
+    runs = read_runs([bucket])
+    assert [run.path for run in runs] == [first, f"{bucket}/ppo-b"]
+    assert [run.rows[-1]["return_mean"] for run in runs] == [20.0, 30.0]
+    assert main(["plot", bucket, "-o", str(tmp_path / "curves.png")]) == 0
+    assert (tmp_path / "curves.png").stat().st_size > 0
+    err = _fails(capsys, ["plot", f"{bucket}/nothing", "-o", str(tmp_path / "x.png")])
+    assert "is not a run directory, nor a folder of them" in err
+    assert _staging_left(tmp_path) == []
+
+
+def test_play_of_a_url_needs_a_local_video_path(bucket, capsys):
+    err = _fails(capsys, ["play", f"{bucket}/run"])
+    assert "pass --video out.mp4" in err
+
+
+def test_an_atari_protocol_record_of_a_bucket_run_is_kept_in_the_bucket(bucket):
+    from shoal.evaluation_protocol import AtariEvaluation, ProtocolEpisode, save_record
+
+    episode = ProtocolEpisode(
+        seed=1, score=3.0, agent_steps=10, frames=40, capped=False, human_normalized=None
+    )
+    result = AtariEvaluation(
+        run_dir=f"{bucket}/run",
+        env_id="ALE/Pong-v5",
+        game="pong",
+        checkpoint_steps=7,
+        mode="greedy",
+        epsilon=None,
+        settings={},
+        random_score=None,
+        human_score=None,
+        episodes=(episode,),
+    )
+    kept = save_record(result)
+    assert kept == f"{bucket}/run/evaluations/atari-step-000000000007.json"
+    assert json.loads(MEMORY.cat_file(kept.removeprefix("memory:/")))["mean_score"] == 3.0

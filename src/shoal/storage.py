@@ -26,7 +26,7 @@ import re
 import secrets
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -98,7 +98,8 @@ def open_bucket(url: str, what: str = "--runs-dir") -> Bucket:
     try:
         import fsspec
 
-        fs, path = fsspec.core.url_to_fs(url)
+        # Not a cached instance: one made before the credentials or endpoint changed.
+        fs, path = fsspec.core.url_to_fs(url, skip_instance_cache=True)
     except ImportError as err:
         extra = _EXTRAS.get(scheme)
         how = f"pip install 'shoal[{extra}]'" if extra else f"install fsspec's {scheme} package"
@@ -398,6 +399,28 @@ def fetch(location: str) -> tuple[Path, RunStore]:
         store.close()
         raise _unreachable(url, err) from None
     return store.local / name, store
+
+
+def write_text(url: str, text: str) -> None:
+    """Put `text` at `url` in one request (an object appears whole or not at all)."""
+    bucket = open_bucket(url, "The file")
+    try:
+        bucket.fs.pipe_file(bucket.path, text.encode())
+    except Exception as err:
+        raise _unreachable(url, err, "The file") from None
+
+
+def read_files(url: str, wanted: Callable[[str], bool]) -> RunStore:
+    """A staging folder holding the files of the run at `url` whose relative paths `wanted`
+    accepts, for reading; `close()` removes it."""
+    bucket = open_bucket(url, "The run at")
+    store = RunStore(staging_folder(url.rstrip("/").rsplit("/", 1)[-1]), bucket, staged=True)
+    try:
+        store.pull(rel for rel in bucket.files() if wanted(rel))
+    except BaseException:
+        store.close()
+        raise
+    return store
 
 
 def _taken(run_dir: Path | str) -> ConfigError:
