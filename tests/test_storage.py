@@ -253,3 +253,49 @@ def test_an_atari_protocol_record_of_a_bucket_run_is_kept_in_the_bucket(bucket):
     kept = save_record(result)
     assert kept == f"{bucket}/run/evaluations/atari-step-000000000007.json"
     assert json.loads(MEMORY.cat_file(kept.removeprefix("memory:/")))["mean_score"] == 3.0
+
+
+def test_a_sync_puts_snapshots_first_moves_checkpoints_into_place_and_prunes_last(
+    tmp_path, monkeypatch
+):
+    """On file:// (a shared filesystem through fsspec): the order a reader relies on."""
+    monkeypatch.setenv(storage.STAGING_ENV, str(tmp_path / "staging"))
+    store = storage.create_run(f"file://{tmp_path}/bucket", "run", True, "algo: ppo\n")
+    saved = store.local / "checkpoints"
+    saved.mkdir()
+    (saved / "step-000000000001.pt").write_bytes(b"one")
+    store.sync()
+    (saved / "step-000000000001.pt").unlink()  # pruned by the next checkpoint
+    (saved / "step-000000000002-0123abcd.replay0").write_bytes(b"its replay")
+    (saved / "step-000000000002.pt").write_bytes(b"two")
+    (saved / ".step-000000000003.pt.x.tmp").write_bytes(b"a write in progress")
+    (store.local / "metrics.jsonl").write_text("{}\n")
+    calls = []
+    local_fs = type(store.bucket.fs)
+    for name in ("put_file", "mv", "rm_file"):
+        method = getattr(local_fs, name)
+
+        def recorded(self, *paths, _name=name, _method=method, **kwargs):
+            shown = paths[1:2] if _name == "put_file" else paths[:2]  # put: the remote name
+            calls.append((_name, *(Path(str(p)).name for p in shown)))
+            return _method(self, *paths, **kwargs)
+
+        monkeypatch.setattr(local_fs, name, recorded)
+    store.sync()
+    assert calls[:2] == [
+        ("put_file", "step-000000000002-0123abcd.replay0"),
+        ("put_file", "metrics.jsonl"),
+    ]
+    temp = calls[2][1]
+    assert calls[2][0] == "put_file" and temp.startswith(".step-000000000002.pt.tmp-")
+    assert calls[3] == ("mv", temp, "step-000000000002.pt")
+    assert calls[4] == ("rm_file", "step-000000000001.pt") and len(calls) == 5
+    remote = tmp_path / "bucket" / "run"
+    assert sorted(p.relative_to(remote).as_posix() for p in remote.rglob("*") if p.is_file()) == [
+        "checkpoints/step-000000000002-0123abcd.replay0",
+        "checkpoints/step-000000000002.pt",
+        "config.yaml",
+        "metrics.jsonl",
+    ]
+    store.close()
+    assert _staging_left(tmp_path) == []

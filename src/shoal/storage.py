@@ -112,6 +112,8 @@ def open_bucket(url: str, what: str = "--runs-dir") -> Bucket:
             f"{what} {url} is not a URL shoal can write to ({err}). Pass a local folder or a "
             "bucket URL such as s3://BUCKET/runs, gs://BUCKET/runs or file:///shared/runs."
         ) from None
+    if "file" in _protocols(fs):
+        fs.auto_mkdir = True  # a folder's files need their folders; a bucket's keys do not
     bucket = Bucket(fs, path, url)
     _check_reachable(bucket, what)
     return bucket
