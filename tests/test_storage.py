@@ -6,6 +6,7 @@ paragraph that leaves nothing behind."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 import tempfile
 import uuid
@@ -299,3 +300,22 @@ def test_a_sync_puts_snapshots_first_moves_checkpoints_into_place_and_prunes_las
     ]
     store.close()
     assert _staging_left(tmp_path) == []
+
+
+def test_a_replay_agent_resumed_from_a_bucket_gets_its_replay_snapshot_back(bucket, capsys):
+    run = {**QUICK, "runs_dir": bucket, "eval_episodes": 0, "checkpoint_interval": 1000}
+    dqn = {"min_replay_size": 500, "samples_per_insert": 4}
+    first = shoal.train("dqn", "CartPole-v1", seed=0, total_steps=1000, agent=dqn, run=run)
+    snapshots = [o for o in _objects(first.run_dir) if ".replay0" in o]
+    assert len(snapshots) == 1 and snapshots[0].startswith(
+        f"checkpoints/step-{first.env_steps:012d}-"
+    )
+    capsys.readouterr()
+    second = shoal.train(resume=first.run_dir, run={"total_steps": 1500, "progress": False})
+    err = capsys.readouterr().err
+    restored = re.search(
+        rf"replay restored from the checkpoint at {first.env_steps} steps: (\d+)", err
+    )
+    assert restored and 500 < int(restored[1]) <= first.env_steps, err
+    after = [o for o in _objects(first.run_dir) if ".replay0" in o]
+    assert len(after) == 1 and after[0].startswith(f"checkpoints/step-{second.env_steps:012d}-")
