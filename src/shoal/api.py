@@ -145,7 +145,7 @@ def train(
             resolved, spec, state = _resumed(store, run, trust_run, env, auto)
         except BaseException as err:
             store.close()
-            if isinstance(err, ShoalError):
+            if store.remote and isinstance(err, ShoalError):  # name the URL, not the staging
                 raise type(err)(store.say(str(err))) from None
             raise
     else:
