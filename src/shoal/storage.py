@@ -154,13 +154,20 @@ def _protocols(fs: Any) -> tuple[str, ...]:
 
 def _unreachable(url: str, err: BaseException, what: str = "The run at") -> StorageError:
     reason = (str(err).strip().splitlines() or [""])[0]
+    scheme = _URL.match(url).group(1).lower()  # type: ignore[union-attr]
+    hint = _CREDENTIALS.get(_EXTRAS.get(scheme, ""), "the filesystem's credentials")
     return StorageError(
         f"{what} {url} cannot be reached or read ({type(err).__name__}: {reason:.200}). "
-        "Check the network and the bucket's credentials (for S3: AWS_ACCESS_KEY_ID and "
-        "AWS_SECRET_ACCESS_KEY or AWS_PROFILE, and AWS_ENDPOINT_URL for an S3-compatible "
-        "store; for GCS: GOOGLE_APPLICATION_CREDENTIALS or `gcloud auth application-default "
-        "login`), then run the command again."
+        f"Check the network and {hint}, then run the command again."
     )
+
+
+_CREDENTIALS = {
+    "s3": "the bucket's credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or "
+    "AWS_PROFILE; AWS_ENDPOINT_URL for an S3-compatible store such as MinIO)",
+    "gcs": "the bucket's credentials (GOOGLE_APPLICATION_CREDENTIALS, or `gcloud auth "
+    "application-default login`)",
+}
 
 
 class RunStore:
