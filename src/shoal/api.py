@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -17,7 +16,7 @@ import numpy as np
 import torch
 
 from shoal import config as configs
-from shoal import experiment, requeue
+from shoal import experiment, requeue, storage
 from shoal.checkpoint import (
     POLICY_FORMAT,
     list_checkpoints,
@@ -47,6 +46,7 @@ from shoal.runtime.program import Program
 from shoal.runtime.ray_connect import check_address
 from shoal.runtime.recording import acting_for
 from shoal.runtime.rows import Acting
+from shoal.storage import RunStore, UploadError
 from shoal.telemetry.trackers import check_installed
 from shoal.tree import leaves, map_tree
 
@@ -60,7 +60,7 @@ EnvLike = str | gym.Env | gym.vector.VectorEnv | Callable[..., Any]
 
 @dataclass(frozen=True)
 class TrainResult:
-    run_dir: Path
+    run_dir: Path | str  # a folder, or the bucket URL of a run in --runs-dir URL
     env_steps: int
     episodes: int
     stop_reason: str
@@ -121,15 +121,18 @@ def train(
     if total_steps is not None:
         run["total_steps"] = total_steps
     auto = resume == "auto"
+    store: RunStore | None = None
     if auto:  # a requeued job's command: continue its run if there is one
         found = requeue.find(algo, env, seed, config, agent, run, env_config)
         if found.complete is not None:
-            return _already_complete(found.run_dir, found.complete)
-        if found.run_dir is not None:
+            assert found.store is not None
+            return _already_complete(found.store.where, found.complete)
+        if found.store is not None:
             algo = config = agent = env_config = seed = None
             env = None if isinstance(env, str) else env  # an env object is passed again
             trust_run = trust_run or found.trusted
-        resume = found.run_dir
+            store = found.store
+        resume = None if store is None else store.where
     if resume is not None:
         if algo or config or agent or env_config or seed is not None:
             raise ConfigError(
@@ -137,29 +140,14 @@ def train(
                 "--total-steps or --max-time (and, from Python, the env object it was trained "
                 "on) may be given with it."
             )
-        run_dir = Path(resume)
-        resolved = experiment.read_run_dir(run_dir, run, trust=trust_run, env=env)
-        spec = experiment.spec_of(resolved)
-        _check_machine(experiment.program(resolved, run_dir, spec))
-        state = load_latest(run_dir / "checkpoints", resolved.algo, set_aside=True)
-        if state is None:
-            # Nothing was kept (killed before or while writing its first checkpoint): the
-            # same run from step 0, with the rows and events of the lost attempt dropped.
-            warnings.warn(
-                f"{run_dir} has no complete checkpoint (it stopped before its first one was "
-                "written), so it starts again from step 0; the metrics of the lost attempt are "
-                "replaced.",
-                ShoalWarning,
-                stacklevel=2,
-            )
-        # auto: a run killed after its final checkpoint stops at once, evaluated and summarised.
-        if state is not None and state["env_steps"] >= resolved.run.total_steps and not auto:
-            raise ConfigError(
-                f"{run_dir} already finished its budget of {resolved.run.total_steps} steps. "
-                f"Pass a larger --total-steps to train it further."
-            )
-        if run:
-            write_atomically(run_dir / experiment.CONFIG_FILE, dump_yaml(resolved.as_dict()))
+        store = store or storage.open_run(resume)
+        try:
+            resolved, spec, state = _resumed(store, run, trust_run, env, auto)
+        except BaseException as err:
+            store.close()
+            if store.remote and isinstance(err, ShoalError):  # name the URL, not the staging
+                raise type(err)(store.say(str(err))) from None
+            raise
     else:
         resolved = experiment.resolve(algo, env, seed, config, agent, run, env_config)
         spec = experiment.spec_of(resolved)
@@ -169,10 +157,14 @@ def train(
         if resolved.run.runtime == "inline":  # and a learner device this machine lacks
             unwritten.learner_device()
         _check_machine(unwritten)
-        run_dir = experiment.new_run_dir(resolved)
+        store = experiment.new_run_dir(resolved)
         state = None
+    run_dir = store.local
     program = experiment.program(resolved, run_dir, spec)
+    if store.remote:  # the bucket gets each checkpoint, and the rows and events before it
+        callbacks = [*callbacks, _Upload(store)]
     try:
+        store.sync()  # a resumed run's changed config
         if resolved.run.runtime == "ray":
             from shoal.runtime.ray_launcher import run_ray  # Ray is imported only for ray runs
 
@@ -180,7 +172,7 @@ def train(
         else:
             driver = run_inline(program, state, callbacks, started)
     except ShoalError as err:
-        raise _failed(user_error(err), run_dir, fresh=resume is None) from None
+        raise _failed(user_error(err), store, fresh=resume is None) from None
 
     counter = driver.counter
     greedy, sampled = (driver.final.get(mode) for mode in ("greedy", "sample"))
@@ -203,9 +195,11 @@ def train(
         "evaluation_sampled": sampled_evaluation.as_dict() if sampled_evaluation else None,
     }
     write_atomically(run_dir / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
+    store.sync()
     driver.end(summary)
+    store.close()
     return TrainResult(
-        run_dir,
+        store.where,
         counter.env_steps,
         counter.episodes,
         summary["stop_reason"],
@@ -214,6 +208,49 @@ def train(
         summary,
         sampled_evaluation,
     )
+
+
+def _resumed(
+    store: RunStore, run: dict[str, Any], trust_run: bool, env: Any, auto: bool
+) -> tuple[experiment.Resolved, EnvSpec, dict[str, Any] | None]:
+    """The stored config of the run in `store` with `run` applied, its env's spec and its
+    newest checkpoint (None: none was kept), the replay snapshot it names pulled with it."""
+    run_dir = store.local
+    resolved = experiment.read_run_dir(run_dir, run, trust=trust_run, env=env)
+    spec = experiment.spec_of(resolved)
+    _check_machine(experiment.program(resolved, run_dir, spec))
+    state = load_latest(run_dir / "checkpoints", resolved.algo, set_aside=True)
+    if state is None:
+        # Nothing was kept (killed before or while writing its first checkpoint): the
+        # same run from step 0, with the rows and events of the lost attempt dropped.
+        warnings.warn(
+            f"{store.where} has no complete checkpoint (it stopped before its first one was "
+            "written), so it starts again from step 0; the metrics of the lost attempt are "
+            "replaced.",
+            ShoalWarning,
+            stacklevel=3,
+        )
+    # auto: a run killed after its final checkpoint stops at once, evaluated and summarised.
+    if state is not None and state["env_steps"] >= resolved.run.total_steps and not auto:
+        raise ConfigError(
+            f"{store.where} already finished its budget of {resolved.run.total_steps} steps. "
+            f"Pass a larger --total-steps to train it further."
+        )
+    if state is not None and state.get("replay"):
+        store.pull(f"checkpoints/{name}" for name in state["replay"]["files"])
+    if run:
+        write_atomically(run_dir / experiment.CONFIG_FILE, dump_yaml(resolved.as_dict()))
+    return resolved, spec, state
+
+
+class _Upload(Callback):
+    """Syncs a run staged for a bucket after each checkpoint (`shoal.storage`)."""
+
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
+
+    def on_checkpoint(self, path: Path, env_steps: int) -> None:
+        self.store.sync()
 
 
 def _checked_callbacks(callbacks: Any) -> list[Callback]:
@@ -235,7 +272,7 @@ def _checked_callbacks(callbacks: Any) -> list[Callback]:
 _CALLBACK_METHODS = ("on_start", "on_row", "on_evaluation", "on_checkpoint", "on_end")
 
 
-def _already_complete(run_dir: Path, summary: dict[str, Any]) -> TrainResult:
+def _already_complete(run_dir: Path | str, summary: dict[str, Any]) -> TrainResult:
     """What resume="auto" returns for a run that already ended on its budget."""
     evaluations = []
     for key in ("evaluation", "evaluation_sampled"):
@@ -287,22 +324,33 @@ def _check_shippable(source: EnvSource) -> None:
         ) from None
 
 
-def _failed(err: ShoalError, run_dir: Path, fresh: bool) -> ShoalError:
+def _failed(err: ShoalError, store: RunStore, fresh: bool) -> ShoalError:
     """What a run that stopped on `err` leaves: a new run with no checkpoint, nothing."""
+    if isinstance(err, UploadError):
+        return err  # it names the staging folder that holds the run, kept for the resume
+    run_dir, where = store.local, store.where
     kept = list_checkpoints(run_dir / "checkpoints")
     if fresh and not kept:
-        shutil.rmtree(run_dir, ignore_errors=True)
-        where = f"Nothing was kept: {run_dir} had no checkpoint yet, so it was removed."
-    elif kept and isinstance(err, StorageError):
-        return err  # it names the newest checkpoint and how to continue
-    elif kept:
-        where = (
-            f"{run_dir} keeps its checkpoints, the newest {kept[-1].name}; "
-            f"`shoal eval {run_dir}` evaluates it."
+        store.discard()
+        return type(err)(
+            f"{store.say(str(err))} Nothing was kept: {where} had no checkpoint "
+            "yet, so it was removed."
+        )
+    try:
+        store.sync()  # the rows up to the failure, beside the checkpoints already there
+    except UploadError as upload:
+        return type(err)(f"{store.say(str(err))} {upload}")
+    store.close()
+    if kept and isinstance(err, StorageError):
+        return type(err)(store.say(str(err)))  # it names the newest checkpoint and what to do
+    if kept:
+        tail = (
+            f"{where} keeps its checkpoints, the newest {kept[-1].name}; "
+            f"`shoal eval {where}` evaluates it."
         )
     else:
-        where = f"{run_dir} has no checkpoint yet."
-    return type(err)(f"{err} {where}")
+        tail = f"{where} has no checkpoint yet."
+    return type(err)(f"{store.say(str(err))} {tail}")
 
 
 _PATH = (str, os.PathLike)
@@ -608,7 +656,8 @@ def load(
     env: EnvLike | None = None,
 ) -> LoadedPolicy:
     """The policy in `path`: a run directory (its newest checkpoint), one of its checkpoint
-    files, or a file written by `LoadedPolicy.save`.
+    files, or a file written by `LoadedPolicy.save`; a local path or a bucket URL
+    (`s3://BUCKET/runs/RUN`, `gs://...`).
 
     `env` replaces the env the policy was trained on for `evaluate`; it is needed for a run
     trained on an env object. A run whose config names modules to import (a `module:function`
@@ -617,7 +666,15 @@ def load(
     _require("path", path, _PATH, "the path of a run directory or of a saved policy")
     _require("deterministic", deterministic, (bool,), "True or False")
     _require("trust_run", trust_run, (bool,), "True or False")
-    return LoadedPolicy(Path(path), deterministic, trust_run, env)
+    if not storage.is_url(path):
+        return LoadedPolicy(Path(path), deterministic, trust_run, env)
+    local, store = storage.fetch(str(path))  # a copy of what the URL names, read then removed
+    try:
+        return LoadedPolicy(local, deterministic, trust_run, env)
+    except ShoalError as err:
+        raise type(err)(store.say(str(err))) from None
+    finally:
+        store.close()
 
 
 def evaluate(

@@ -35,6 +35,7 @@ from shoal.envs.vector import InProcessVectorEnv
 from shoal.errors import ConfigError, ShoalError, ShoalWarning
 from shoal.runtime.evaluate import run_episodes
 from shoal.runtime.recording import ACTING_THREADS
+from shoal.storage import is_url, write_text
 
 __all__ = ["ATARI_EPISODES", "PROTOCOLS", "AtariEvaluation", "evaluate_atari"]
 
@@ -224,14 +225,24 @@ def _differences(trained: EnvConfig, protocol: EnvConfig) -> dict[str, Any]:
     }
 
 
-def save_record(result: AtariEvaluation) -> Path | None:
+def save_record(result: AtariEvaluation) -> Path | str | None:
     """Keep the result in `RUN_DIR/evaluations/` (a run directory that cannot be written only
     loses the record, with a warning: the scores were printed)."""
+    name = f"atari-step-{result.checkpoint_steps:012d}.json"
+    text = json.dumps(result.as_dict(), indent=2) + "\n"
+    if is_url(result.run_dir):  # a run in a bucket: the record goes there, in one put
+        url = f"{result.run_dir.rstrip('/')}/{RECORD_DIR}/{name}"
+        try:
+            write_text(url, text)
+        except ShoalError as err:
+            warnings.warn(f"the result was not kept: {err}", ShoalWarning, stacklevel=2)
+            return None
+        return url
     folder = Path(result.run_dir) / RECORD_DIR
-    path = folder / f"atari-step-{result.checkpoint_steps:012d}.json"
+    path = folder / name
     try:
         folder.mkdir(exist_ok=True)
-        write_atomically(path, json.dumps(result.as_dict(), indent=2) + "\n")
+        write_atomically(path, text)
     except (OSError, ShoalError) as err:
         warnings.warn(f"the result was not kept: {err}", ShoalWarning, stacklevel=2)
         return None

@@ -8,13 +8,12 @@ leaves nothing behind.
 from __future__ import annotations
 
 import re
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shoal import catalog, config
+from shoal import catalog, config, storage
 from shoal.agents.base import Agent
 from shoal.envs.config import EnvConfig
 from shoal.envs.registry import EnvSource, is_env_object, source_of, spec_of_source
@@ -22,8 +21,9 @@ from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError
 from shoal.runtime.config import RunConfig
 from shoal.runtime.program import Program, run_layout
+from shoal.storage import RunStore
 
-CONFIG_FILE = "config.yaml"
+CONFIG_FILE = storage.CONFIG_FILE
 _FILE_KEYS = ("algo", "env", "seed", "run", "agent", "env_config")
 
 
@@ -121,9 +121,9 @@ def _check_num_envs(source: EnvSource, asked: Any) -> None:
         )
 
 
-def new_run_dir(resolved: Resolved) -> Path:
-    """Create `runs_dir/<name>` (never reusing one) and write the resolved config into it."""
-    root = Path(resolved.run.runs_dir)
+def new_run_dir(resolved: Resolved) -> RunStore:
+    """Create `runs_dir/<name>` (never reusing one; a folder, or a bucket URL staged locally:
+    `shoal.storage`) and write the resolved config into it."""
     name = resolved.run.run_name
     if name is None:
         env_id = resolved.source.like or resolved.env_id
@@ -133,40 +133,11 @@ def new_run_dir(resolved: Resolved) -> Path:
             env_id = env_id.rsplit(":", 1)[1]  # a factory: its function's name
         env = re.sub(r"[^A-Za-z0-9._-]+", "_", env_id)
         name = f"{resolved.algo}-{env}-{time.strftime('%Y%m%d-%H%M%S')}"
-    if root.exists() and not root.is_dir():
-        raise ConfigError(f"--runs-dir {root} is a file, not a folder; pass a folder for runs.")
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise _unwritable(root, err) from None
-    run_dir = root / name
-    suffix = 1
-    while True:
-        try:
-            run_dir.mkdir()
-            break
-        except FileExistsError:
-            if resolved.run.run_name is not None:
-                raise ConfigError(
-                    f"Run directory {run_dir} already exists. Resume it with "
-                    f"`shoal train --resume {run_dir}` or choose another --run-name."
-                ) from None
-            suffix += 1
-            run_dir = root / f"{name}-{suffix}"
-        except OSError as err:
-            raise _unwritable(root, err) from None
-    try:
-        config.write_atomically(run_dir / CONFIG_FILE, config.dump_yaml(resolved.as_dict()))
-    except BaseException:
-        shutil.rmtree(run_dir, ignore_errors=True)  # no run directory without its config
-        raise
-    return run_dir
-
-
-def _unwritable(root: Path, err: OSError) -> ConfigError:
-    return ConfigError(
-        f"Cannot create a run directory in --runs-dir {root}: {err.strerror or err}. "
-        "Pass a --runs-dir you can write to."
+    return storage.create_run(
+        resolved.run.runs_dir,
+        name,
+        fixed_name=resolved.run.run_name is not None,
+        config_text=config.dump_yaml(resolved.as_dict()),
     )
 
 

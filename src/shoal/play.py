@@ -26,6 +26,7 @@ from shoal.runtime.recording import (
     Episode,
     record_episodes,
 )
+from shoal.storage import is_url
 from shoal.telemetry.video import VideoWriter, check_video_path, make_folder
 
 __all__ = ["PlayResult", "play"]
@@ -61,6 +62,11 @@ def play(
         raise ConfigError(f"--episodes must be a whole number > 0, got {episodes!r}.")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise ConfigError(f"--seed must be an integer, got {seed!r}.")
+    if video is None and is_url(run_dir):
+        raise ConfigError(
+            f"shoal play {run_dir} writes its video to a local file: pass --video out.mp4 "
+            "(Python: video='out.mp4')."
+        )
     policy = load(run_dir, deterministic, trust_run)
     if video is None:
         path = Path(run_dir) / VIDEO_DIR / f"play-step-{policy.env_steps:012d}.mp4"

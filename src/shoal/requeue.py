@@ -11,6 +11,8 @@ A scheduler that preempts a job (Slurm, Kubernetes) runs the same command again.
   ones as with `--resume RUN_DIR` (a requeue gives the same flags, so nothing changes);
 - does nothing if the run already ended on its budget (`summary.json` names the newest
   checkpoint with a stop reason that still holds), so a requeued finished job exits 0.
+
+`--runs-dir` may be a bucket URL: the run is then read from its staging copy (`shoal.storage`).
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from shoal import config as configs
-from shoal import experiment
+from shoal import experiment, storage
 from shoal.checkpoint import checkpoint_path, list_checkpoints
 from shoal.errors import ConfigError
 from shoal.runtime.config import RunConfig
 from shoal.runtime.counter import Counter
+from shoal.storage import RunStore
 
 SUMMARY_FILE = "summary.json"
 # Stop reasons of a run that ended on its budget or by a callback's word (early stopping);
@@ -35,10 +38,10 @@ _DONE = ("total_steps", "max_time", "stop_at_return", "callback")
 
 @dataclass(frozen=True)
 class Found:
-    """What `--resume auto` does: start a new run (`run_dir` None), continue `run_dir`, or
-    nothing (`complete`: the run's summary)."""
+    """What `--resume auto` does: start a new run (`store` None), continue the run in `store`,
+    or nothing (`complete`: the run's summary)."""
 
-    run_dir: Path | None
+    store: RunStore | None
     complete: dict[str, Any] | None = None
     # The command names the stored config's settings, so it imports the modules it names anyway.
     trusted: bool = False
@@ -69,28 +72,40 @@ def find(
             "name; Python: run={'run_name': NAME}), or pass --resume RUN_DIR to continue a run "
             "by its path."
         )
-    run_dir = Path(asked.runs_dir) / asked.run_name
+    store = storage.open_run(storage.join(asked.runs_dir, asked.run_name), must_exist=False)
+    try:
+        return _found(store, wanted, asked, run)
+    except BaseException:
+        store.close()
+        raise
+
+
+def _found(store: RunStore, wanted: Any, asked: RunConfig, run: dict[str, Any]) -> Found:
+    run_dir, where = store.local, store.where
     if not (run_dir / experiment.CONFIG_FILE).is_file():
         if wanted is None:
             raise ConfigError(
-                f"--resume auto found no run at {run_dir} and the command names no algorithm "
+                f"--resume auto found no run at {where} and the command names no algorithm "
                 "and env to start one; give them as when the job first started, e.g. "
                 f"`shoal train ppo --env CartPole-v1 --run-name {asked.run_name} --resume auto`."
             )
-        _clear_leftover(run_dir)
+        _clear_leftover(run_dir, where)
+        store.close()  # a staging copy of nothing: the new run makes its own
         return Found(None)
     stored = configs.load_yaml(run_dir / experiment.CONFIG_FILE)
     if wanted is not None:
         differ = _contradictions(stored, wanted.as_dict())
         if differ:
             raise ConfigError(
-                f"--resume auto found {run_dir}, started with other settings than this command "
+                f"--resume auto found {where}, started with other settings than this command "
                 f"names: {'; '.join(differ)}. Run the command the job was started with, "
-                f"continue the run as stored with `shoal train --resume {run_dir}`, or choose "
+                f"continue the run as stored with `shoal train --resume {where}`, or choose "
                 "another --run-name for a new run."
             )
     summary = _final_summary(run_dir, {**(stored.get("run") or {}), **run})
-    return Found(run_dir, summary, trusted=wanted is not None)
+    if summary is not None:
+        store.close()  # nothing to do: the run stays as it is
+    return Found(store, summary, trusted=wanted is not None)
 
 
 def _contradictions(stored: dict[str, Any], wanted: dict[str, Any]) -> list[str]:
@@ -117,7 +132,7 @@ def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
-def _clear_leftover(run_dir: Path) -> None:
+def _clear_leftover(run_dir: Path, where: Path | str) -> None:
     """Remove a directory a kill left between its creation and its config's rename (empty, or
     holding the config's temp file), so the run starts there; refuse anything else in the way."""
     if not run_dir.exists():
@@ -125,7 +140,7 @@ def _clear_leftover(run_dir: Path) -> None:
     inside = list(run_dir.iterdir()) if run_dir.is_dir() else None
     if inside is None or any(not p.name.startswith(f".{experiment.CONFIG_FILE}.") for p in inside):
         raise ConfigError(
-            f"--resume auto would start a run at {run_dir}, but that path exists and is not a "
+            f"--resume auto would start a run at {where}, but that path exists and is not a "
             f"shoal run directory (no {experiment.CONFIG_FILE}). Move it away or choose another "
             "--run-name."
         )

@@ -2,17 +2,20 @@
 
 Only the files a run wrote are read (config.yaml, metrics.jsonl, summary.json): no config is
 resolved, so no module a run names is imported and runs from other machines and older shoal
-versions load too.
+versions load too. Runs in a bucket (`s3://BUCKET/runs/...`) are read from a copy of those
+files only, never their checkpoints.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
+from shoal import storage
 from shoal.config import load_yaml
 from shoal.errors import ConfigError, did_you_mean
 from shoal.telemetry import read_metrics
@@ -25,7 +28,7 @@ PROTOCOL_RECORDS = "evaluations/atari-step-*.json"
 
 @dataclass(frozen=True)
 class Run:
-    path: Path
+    path: Path | str  # a folder, or a run's bucket URL
     algo: str
     env: str
     seed: int
@@ -44,10 +47,43 @@ def read_runs(paths: Sequence[str | Path]) -> list[Run]:
     `runs/`), in the order given; a run named twice is read once."""
     if not paths:
         raise ConfigError("Name at least one run directory, e.g. runs/ppo-CartPole-v1-*.")
-    found: dict[Path, None] = {}
-    for path in map(Path, paths):
-        found.update(dict.fromkeys(_run_dirs(path)))
-    return [_read_run(path) for path in found]
+    found: dict[Path | str, None] = {}
+    for path in paths:
+        runs = _bucket_runs(str(path)) if storage.is_url(path) else _run_dirs(Path(path))
+        found.update(dict.fromkeys(runs))
+    return [_read_bucket_run(p) if isinstance(p, str) else _read_run(p) for p in found]
+
+
+def _bucket_runs(url: str) -> list[str]:
+    """The run at `url` or the runs in it, as `_run_dirs` finds them in a folder."""
+    url = url.rstrip("/")
+    files = storage.open_bucket(url, "The runs at").files()
+    if CONFIG_FILE in files:
+        return [url]
+    inside = sorted(
+        rel.split("/")[0]
+        for rel in files
+        if rel.count("/") == 1 and rel.endswith(f"/{CONFIG_FILE}")
+    )
+    if inside:
+        return [f"{url}/{name}" for name in inside]
+    raise ConfigError(
+        f"{url} is not a run directory, nor a folder of them (no {CONFIG_FILE} in it or one "
+        "level down). Pass run directories made by `shoal train --runs-dir URL`, or the URL "
+        "that holds them."
+    )
+
+
+def _read_bucket_run(url: str) -> Run:
+    """A run in a bucket: the files `_read_run` reads, copied to a staging folder."""
+    readable = (CONFIG_FILE, "metrics.jsonl", SUMMARY_FILE)
+    store = storage.read_files(url, lambda rel: rel in readable or fnmatch(rel, PROTOCOL_RECORDS))
+    try:
+        return replace(_read_run(store.local), path=url)
+    except ConfigError as err:
+        raise ConfigError(store.say(str(err))) from None
+    finally:
+        store.close()
 
 
 def _run_dirs(path: Path) -> list[Path]:

@@ -114,7 +114,9 @@ class RunConfig:
     )
     return_window: int = param(20, "Episodes in the running mean return that is logged.")
     torch_threads: int = param(1, "torch intra-op threads; small networks are fastest with 1.")
-    runs_dir: str = param("runs", "Folder that holds run directories.")
+    runs_dir: str = param(
+        "runs", "Folder that holds run directories, or a bucket URL (s3://BUCKET/runs, gs://...)."
+    )
     run_name: str | None = param(None, "Run directory name (default: <algo>-<env>-<timestamp>).")
     progress: bool = param(True, "Show a progress bar on the console.")
     tensorboard: bool = param(
