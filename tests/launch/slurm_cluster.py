@@ -159,7 +159,20 @@ PartitionName=shoal Nodes={self.node} Default=YES MaxTime=INFINITE State=UP
                 parts.append(f"{name}: " + path.read_text(errors="replace")[-1500:])
         return "\n".join(parts)
 
+    def cancel_all(self, timeout: float = 60.0) -> None:
+        """scancel every job and wait for the queue to empty: slurmd leaves running jobs'
+        processes behind when it stops."""
+        subprocess.run(["scancel", "--full", "-u", "root"], env=self.env, capture_output=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            done = subprocess.run(["squeue", "-h"], env=self.env, capture_output=True, text=True)
+            if done.returncode != 0 or not done.stdout.strip():
+                return
+            time.sleep(1)
+
     def stop(self) -> None:
+        if self.conf.exists():
+            self.cancel_all()
         for proc in reversed(self.procs):
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)

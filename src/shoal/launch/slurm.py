@@ -97,16 +97,25 @@ _TEMPLATE = """\
 set -euo pipefail
 {setup}
 
-# Per-job ports and temporary directory: a second job on the same node gets other ones.
+# Per-job ports and temporary directory: a second job on the same node gets other ones. The
+# block of ports follows the job id; one whose GCS or raylet port already answers here (another
+# job's Ray) is passed over.
+head_ip=$(hostname -I | awk '{{print $1}}')
 block=$(( SLURM_JOB_ID % {blocks} ))
-base=$(( {base} + block * {block} ))
+for _ in $(seq {blocks}); do
+  base=$(( {base} + block * {block} ))
+  if ! (exec 3<>"/dev/tcp/$head_ip/$base") 2>/dev/null \\
+    && ! (exec 3<>"/dev/tcp/$head_ip/$((base + 1))") 2>/dev/null; then
+    break
+  fi
+  block=$(( (block + 1) % {blocks} ))
+done
 export RAY_TMPDIR="/tmp/shoal-ray-$SLURM_JOB_ID"  # short: Ray's socket paths must fit 107 bytes
 ray_ports=(--node-manager-port=$((base + 1)) --object-manager-port=$((base + 2))
   --dashboard-agent-grpc-port=$((base + 3)) --dashboard-agent-listen-port=$((base + 4))
   --metrics-export-port=$((base + 5)) --runtime-env-agent-port=$((base + 6))
   --min-worker-port=$((base + 20)) --max-worker-port=$((base + {block} - 1))
   --temp-dir="$RAY_TMPDIR" --num-cpus="$SLURM_CPUS_PER_TASK" --num-gpus={gpus})
-head_ip=$(hostname -I | awk '{{print $1}}')
 address="$head_ip:$base"
 export RAY_ADDRESS="$address"  # any `ray` or ray.init("auto") in this job: this job's Ray
 echo "shoal: job $SLURM_JOB_ID: Ray head $address, temp dir $RAY_TMPDIR"
@@ -123,20 +132,21 @@ trap cleanup EXIT
 nodes_up() {{
   {run}ray status --address="$address" 2>/dev/null | grep -c -E '^ +1 node_' || true
 }}
-# A loaded node can take Ray's head past its own start-up timeouts: try it three times.
+mkdir -p "$RAY_TMPDIR"
+# A loaded node can take Ray's head past its own start-up timeouts: try it three times. `ray
+# start --block` says "Ray runtime started." once the node is up, so nothing polls the head.
 for attempt in 1 2 3; do
   {run}ray start --head --node-ip-address="$head_ip" --port="$base" \
     --ray-client-server-port=$((base + 7)) --dashboard-port=$((base + 8)) \
-    --include-dashboard=false --disable-usage-stats "${{ray_ports[@]}}" --block &
+    --include-dashboard=false --disable-usage-stats "${{ray_ports[@]}}" --block \
+    > "$RAY_TMPDIR/head.log" 2>&1 &
   head=$!
-  for _ in $(seq 90); do
-    (( $(nodes_up) >= 1 )) && break 2
-    kill -0 "$head" 2>/dev/null || break
-    sleep 2
+  while kill -0 "$head" 2>/dev/null; do
+    grep -q "Ray runtime started" "$RAY_TMPDIR/head.log" && break 2
+    sleep 1
   done
+  tail -n 5 "$RAY_TMPDIR/head.log" >&2
   echo "shoal: Ray's head did not start (attempt $attempt of 3)" >&2
-  kill -TERM "$head" 2>/dev/null || true
-  wait "$head" 2>/dev/null || true
   (( attempt < 3 )) || exit 1
 done
 pids+=("$head")
@@ -147,12 +157,12 @@ if (( SLURM_JOB_NUM_NODES > 1 )); then
     {run}ray start --address="$address" --disable-usage-stats "${{ray_ports[@]}}" --block &
   pids+=($!)
   # The roles are placed by what the nodes offer: wait until every node has joined.
-  for _ in $(seq 150); do
+  for _ in $(seq 60); do
     (( $(nodes_up) >= SLURM_JOB_NUM_NODES )) && break
-    sleep 2
+    sleep 5
   done
 fi
-echo "shoal: $(nodes_up) of $SLURM_JOB_NUM_NODES Ray nodes up"
+echo "shoal: Ray is up on $SLURM_JOB_NUM_NODES node(s) after ${{SECONDS}} s"
 
 # In the background so that Slurm's SIGTERM reaches shoal, which checkpoints and exits 143.
 {run}{train} &
