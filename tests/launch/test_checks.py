@@ -39,6 +39,9 @@ def test_the_rayjob_manifest_matches_the_rayjob_schema(launched):
         groups[0]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 1
     )
     assert manifest["spec"]["entrypoint"].endswith("--address auto")
+    # 4 shards of 16,000 MB: one fits Ray's share (70%) of a 32 GB pod, so 4 pods of one each.
+    assert groups[2]["replicas"] == 4
+    assert json.loads(json.loads(groups[2]["rayStartParams"]["resources"])) == {"big_memory": 1}
 
 
 @pytest.mark.parametrize(

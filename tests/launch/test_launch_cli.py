@@ -54,6 +54,10 @@ def _fails(capsys, tmp_path, *argv: str) -> str:
         (["slurm", "--name", "9lives", "--", *TRAIN], "must start with a letter"),
         (["slurm", "--", *TRAIN, "--profile", "/nonexistent.yaml"], "does not exist"),
         (["slurm", "--", *TRAIN, "--actors", "0"], "actors must be > 0"),
+        (
+            ["k8s", "--node-memory-gb", "4", "--", *TRAIN, "--actor-memory-mb", "4000"],
+            "One actors process reserves 4000 MB, more than Ray offers on a node of 4 GB",
+        ),
     ],
 )
 def test_launch_mistakes_exit_2_and_write_nothing(capsys, tmp_path, argv, message):

@@ -18,8 +18,8 @@ from shoal.cli import main
 
 from .slurm_cluster import SlurmCluster, missing
 
-pytestmark = [pytest.mark.distributed, pytest.mark.slow]
 JOB_TIMEOUT_S = 900
+pytestmark = [pytest.mark.distributed, pytest.mark.slow, pytest.mark.timeout(JOB_TIMEOUT_S + 120)]
 
 
 @pytest.fixture(scope="module")
@@ -52,12 +52,18 @@ def _submit(slurm: SlurmCluster, root: Path, name: str) -> tuple[int, Path]:
     return slurm.sbatch(out / "shoal.sbatch", out, env), out
 
 
+def _logs(jobs: dict[str, tuple[int, Path]]) -> str:
+    return "\n".join(
+        f"{p.name}: {p.read_text()[-2000:]}" for _, out in jobs.values() for p in out.glob("*.out")
+    )
+
+
 def test_two_slurm_jobs_on_one_node_each_run_on_a_ray_of_their_own(slurm, tmp_path):
     started = time.monotonic()
     jobs = {name: _submit(slurm, tmp_path, name) for name in ("joba", "jobb")}
     ended: dict[str, float] = {}
     while len(ended) < len(jobs):
-        assert time.monotonic() - started < JOB_TIMEOUT_S, slurm.logs()
+        assert time.monotonic() - started < JOB_TIMEOUT_S, _logs(jobs) + slurm.logs()
         for name, (job, _) in jobs.items():
             if name not in ended and not slurm.state(job):
                 ended[name] = time.monotonic() - started

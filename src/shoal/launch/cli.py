@@ -136,6 +136,7 @@ def _target(args: argparse.Namespace, job: TrainJob):  # type: ignore[no-untyped
                 if "slurm" in _ONLY[k] and getattr(args, k) is not None
             }
         )
+        slurm.script(job, options)  # mistakes fail before anything is written
         return (
             lambda out: slurm.write(job, out, options),
             lambda files: [slurm.submit_command(files or [Path(slurm.SCRIPT)])],
@@ -148,6 +149,7 @@ def _target(args: argparse.Namespace, job: TrainJob):  # type: ignore[no-untyped
                 if "k8s" in _ONLY[k] and getattr(args, k) is not None
             }
         )
+        k8s.manifest(job, options_k8s)
         return (
             lambda out: k8s.write(job, out, options_k8s),
             lambda files: [k8s.submit_command(files or [Path(k8s.MANIFEST)])],

@@ -19,6 +19,9 @@ from shoal.errors import ConfigError
 from shoal.runtime.config import RunConfig, parse_resources
 from shoal.runtime.profile import load_profile, merge_profile
 
+# Ray gives tasks and actors the node's memory less its object store (30% by default).
+RAY_MEMORY_SHARE = 0.7
+
 
 @dataclass(frozen=True)
 class Role:
@@ -56,11 +59,23 @@ class TrainJob:
         such as "$address", left unquoted for the shell to expand)."""
         return shlex.join(["shoal", "train", *self.args]) + f" --address {address}"
 
-    def node_groups(self, node_cpus: int) -> list[NodeGroup]:
-        """A node group per role, each sized to hold every process of the role."""
+    def node_groups(self, node_cpus: int, node_memory_gb: int | None = None) -> list[NodeGroup]:
+        """A node group per role, each sized to hold every process of the role: as many per
+        node as its CPUs allow, and, when the node's memory is known, as Ray's share of it
+        (`RAY_MEMORY_SHARE`) allows the role's `memory_mb`."""
         groups = []
         for role in self.roles.values():
             per_node = max(1, math.floor(node_cpus / role.cpus)) if role.cpus > 0 else role.count
+            if node_memory_gb and role.memory_mb:
+                by_memory = math.floor(node_memory_gb * 1024 * RAY_MEMORY_SHARE / role.memory_mb)
+                if by_memory < 1:
+                    raise ConfigError(
+                        f"One {role.name} process reserves {role.memory_mb} MB, more than Ray "
+                        f"offers on a node of {node_memory_gb} GB (about "
+                        f"{RAY_MEMORY_SHARE:.0%}, the rest is its object store): raise "
+                        "--node-memory-gb or lower the role's memory_mb."
+                    )
+                per_node = min(per_node, by_memory)
             nodes = 1 if role.name == "learner" else math.ceil(role.count / per_node)
             fits = min(per_node, role.count)
             groups.append(

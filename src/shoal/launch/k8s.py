@@ -66,7 +66,8 @@ def manifest(job: TrainJob, options: K8sOptions) -> dict:
                 "rayVersion": metadata.version("ray"),
                 "headGroupSpec": {"rayStartParams": {"num-cpus": "0"}, "template": head},
                 "workerGroupSpecs": [
-                    _worker_group(g, options) for g in job.node_groups(options.node_cpus)
+                    _worker_group(g, options)
+                    for g in job.node_groups(options.node_cpus, options.node_memory_gb)
                 ],
             },
         },
