@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from shoal.cli import main
 
 from .cases import CASES, target_of
+from .slurm_cluster import SlurmCluster, missing
 
 
 @pytest.fixture
@@ -36,3 +38,19 @@ def launched(tmp_path, capsys):
         return out
 
     return run
+
+
+@pytest.fixture(scope="session")
+def slurm(tmp_path_factory):
+    """A one-machine Slurm (munged, slurmctld, slurmd) for the session, or a skip saying why."""
+    reason = missing()
+    if reason:
+        pytest.skip(f"no Slurm here: {reason}")
+    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"))
+    try:
+        cluster.start()
+    except (RuntimeError, subprocess.CalledProcessError, OSError) as err:
+        cluster.stop()
+        pytest.skip(f"slurmctld or slurmd could not start on this machine: {err}")
+    yield cluster
+    cluster.stop()

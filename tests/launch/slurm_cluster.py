@@ -5,6 +5,7 @@ machine are left alone), and stopped by pid."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -12,7 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 
-DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo")
+DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scontrol")
 
 
 def missing() -> str | None:
@@ -150,6 +151,16 @@ PartitionName=shoal Nodes={self.node} Default=YES MaxTime=INFINITE State=UP
             text=True,
         )
         return done.stdout.strip()
+
+    def exit_code(self, job: int) -> int:
+        """The exit code Slurm recorded for a finished job (kept for MinJobAge, 300 s)."""
+        done = subprocess.run(
+            ["scontrol", "show", "job", str(job)], env=self.env, capture_output=True, text=True
+        )
+        match = re.search(r"\bExitCode=(\d+):", done.stdout)
+        if match is None:
+            raise RuntimeError(f"no exit code for job {job}: {done.stdout or done.stderr}")
+        return int(match.group(1))
 
     def logs(self) -> str:
         parts = []

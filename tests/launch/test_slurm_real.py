@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -16,25 +15,10 @@ import pytest
 
 from shoal.cli import main
 
-from .slurm_cluster import SlurmCluster, missing
+from .slurm_cluster import SlurmCluster
 
 JOB_TIMEOUT_S = 900
 pytestmark = [pytest.mark.distributed, pytest.mark.slow, pytest.mark.timeout(JOB_TIMEOUT_S + 120)]
-
-
-@pytest.fixture(scope="module")
-def slurm(tmp_path_factory):
-    reason = missing()
-    if reason:
-        pytest.skip(f"no Slurm here: {reason}")
-    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"))
-    try:
-        cluster.start()
-    except (RuntimeError, subprocess.CalledProcessError, OSError) as err:
-        cluster.stop()
-        pytest.skip(f"slurmctld or slurmd could not start on this machine: {err}")
-    yield cluster
-    cluster.stop()
 
 
 def _submit(slurm: SlurmCluster, root: Path, name: str) -> tuple[int, Path]:
