@@ -4,7 +4,8 @@ Pool 0 (Vertex's primary replica) is the learner's machine: it starts the Ray he
 the learner's resources, and runs the command there. The other pools (actors, and replay when
 the command sizes it) start Ray workers that join the head Vertex names in CLUSTER_SPEC. Vertex
 takes at most four pools; the inference server needs none, as it runs in the learner's process.
-The job ends when pool 0's command does.
+Vertex reports the job's status as pool 0's, whose command ends the run; the workers leave
+once the head is gone.
 """
 
 from __future__ import annotations
@@ -57,14 +58,17 @@ def _script(job: TrainJob, group: NodeGroup) -> str:
     flags = " ".join(start)
     if group.role == "learner":
         return f"set -e\nray start --head --port={PORT} {flags}\nexec {job.command('auto')}\n"
-    # The head may not be up yet: retry joining for five minutes.
+    # The head may not be up yet: retry joining for five minutes. Then stay up while the head
+    # is: the job's status is its primary replica's (pool 0), whose command ends the run.
     return (
         f"head=$({_HEAD_HOST})\n"
+        "joined=false\n"
         "for _ in $(seq 30); do\n"
-        f'  ray start --address="$head:{PORT}" {flags} --block && exit 0\n'
+        f'  ray start --address="$head:{PORT}" {flags} && joined=true && break\n'
         "  sleep 10\n"
         "done\n"
-        "exit 1\n"
+        '[ "$joined" = true ] || exit 1\n'
+        f'while ray status --address="$head:{PORT}" > /dev/null 2>&1; do sleep 30; done\n'
     )
 
 
