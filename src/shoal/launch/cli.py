@@ -40,6 +40,8 @@ _ONLY = {
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="shoal launch",
+        usage="shoal launch {slurm,k8s,gcp,aws,vertex} [--out DIR] [--submit] [options] "
+        "-- shoal train ALGO ...",
         description="Write what TARGET needs to run a `shoal train` command (given after --) on "
         "a Ray cluster of its own: a Slurm batch script, a KubeRay RayJob, a Ray cluster-launcher "
         "config for GCP or AWS, or a Vertex AI custom job; with Dockerfiles (CPU, CUDA) and an "
