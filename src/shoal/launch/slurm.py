@@ -121,10 +121,16 @@ export RAY_ADDRESS="$address"  # any `ray` or ray.init("auto") in this job: this
 echo "shoal: job $SLURM_JOB_ID: Ray head $address, temp dir $RAY_TMPDIR"
 
 pids=()
+# Ray processes a failed `ray start` leaves behind no longer descend from this script; every
+# one of them names this job's own temp dir in its command line, and nothing else does.
+stop_leftovers() {{
+  pkill -TERM -f "$RAY_TMPDIR/" 2>/dev/null || true
+}}
 # shellcheck disable=SC2329  # run by the EXIT trap
 cleanup() {{
   for pid in "${{pids[@]}}"; do kill -TERM "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  stop_leftovers
   rm -rf "$RAY_TMPDIR"
 }}
 trap cleanup EXIT
@@ -147,6 +153,8 @@ for attempt in 1 2 3; do
   done
   tail -n 5 "$RAY_TMPDIR/head.log" >&2
   echo "shoal: Ray's head did not start (attempt $attempt of 3)" >&2
+  stop_leftovers
+  sleep 2
   (( attempt < 3 )) || exit 1
 done
 pids+=("$head")
