@@ -1,4 +1,4 @@
-"""The `shoal` command line: train, tune, eval, play, plot, report, list, envs.
+"""The `shoal` command line: train, tune, launch, eval, play, plot, report, list, envs.
 
 Run settings are flags (`--total-steps 50000`); agent settings are `--agent.FIELD VALUE`. A user
 mistake prints one paragraph and exits with code 2, with no traceback and no run directory.
@@ -65,6 +65,13 @@ def _parser() -> argparse.ArgumentParser:
         "exists (with the same settings), else start it",
     )
     train.add_argument("--trust-run", action="store_true", help=f"with --resume: {_TRUST_HELP}")
+    train.add_argument(
+        "--profile",
+        metavar="FILE",
+        help="ray: YAML of the resources of each role (learner, actors, replay, inference) in "
+        "place of the --learner-*/--actor-*/--replay-*/--inference* flags, e.g. "
+        "examples/profiles/cluster.yaml",
+    )
     for name, type_name, default, doc in describe(RunConfig):
         train.add_argument(
             _run_option(name),
@@ -75,6 +82,12 @@ def _parser() -> argparse.ArgumentParser:
         )
 
     _tune_parser(sub)
+    sub.add_parser(
+        "launch",
+        help="write (and --submit) a Slurm, Kubernetes, GCP, AWS or Vertex AI job for a "
+        "`shoal train` command; `shoal launch --help` for its options",
+        add_help=False,
+    )
 
     evaluate = sub.add_parser("eval", help="evaluate a run's newest checkpoint")
     evaluate.add_argument("run_dir")
@@ -273,6 +286,10 @@ def _train(args: argparse.Namespace, overrides: dict[str, dict[str, str]]) -> in
     run = {
         k[len("run.") :]: v for k, v in vars(args).items() if k.startswith("run.") and v is not None
     }
+    if args.profile:
+        from shoal.runtime.profile import load_profile, merge_profile
+
+        run = merge_profile(run, load_profile(args.profile), args.profile)
     result = api.train(
         args.algo,
         args.env,
@@ -398,8 +415,13 @@ def _envs(args: argparse.Namespace, env_overrides: dict[str, str]) -> None:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        rest, overrides = _split_section_overrides(sys.argv[1:] if argv is None else argv)
+        if argv[:1] == ["launch"]:  # its training command after `--` keeps its own --agent.*
+            from shoal.launch.cli import main as launch
+
+            return launch(argv[1:])
+        rest, overrides = _split_section_overrides(argv)
         args = _parser().parse_args(rest)  # exits with code 2 and usage on a malformed line
         if args.command == "train":
             return _train(args, overrides)

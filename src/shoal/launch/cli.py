@@ -1,0 +1,190 @@
+"""`shoal launch slurm|k8s|gcp|aws|vertex [--out DIR] [--submit] [options] -- shoal train ...`"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from shoal.errors import ConfigError, ShoalError
+from shoal.launch import aws, cloud, gcp, images, k8s, slurm, vertex
+from shoal.launch.job import TrainJob, parse_train_command
+from shoal.launch.render import role_values
+
+TARGETS = ("slurm", "k8s", "gcp", "aws", "vertex")
+# Which options belong to which targets (the rest are everyone's).
+_ONLY = {
+    "nodes": ("slurm",),
+    "cpus_per_node": ("slurm",),
+    "gpus_per_node": ("slurm",),
+    "time": ("slurm",),
+    "partition": ("slurm",),
+    "account": ("slurm",),
+    "container": ("slurm",),
+    "setup": ("slurm",),
+    "namespace": ("k8s",),
+    "head_cpus": ("k8s",),
+    "head_memory_gb": ("k8s",),
+    "node_memory_gb": ("k8s",),
+    "image": ("k8s", "gcp", "aws", "vertex"),
+    "node_cpus": ("k8s", "gcp", "aws", "vertex"),
+    "machine": ("gcp", "aws", "vertex"),
+    "region": ("gcp", "aws", "vertex"),
+    "project": ("gcp", "vertex"),
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="shoal launch",
+        usage="shoal launch {slurm,k8s,gcp,aws,vertex} [--out DIR] [--submit] [options] "
+        "-- shoal train ALGO ...",
+        description="Write what TARGET needs to run a `shoal train` command (given after --) on "
+        "a Ray cluster of its own: a Slurm batch script, a KubeRay RayJob, a Ray cluster-launcher "
+        "config for GCP or AWS, or a Vertex AI custom job; with Dockerfiles (CPU, CUDA) and an "
+        "Apptainer definition built from the project. --submit also hands it to the target.",
+    )
+    p.add_argument("target", choices=TARGETS)
+    p.add_argument("--out", help="folder to write into (default launch-TARGET)")
+    p.add_argument(
+        "--submit", action="store_true", help="submit with sbatch / kubectl / ray up / gcloud"
+    )
+    p.add_argument("--name", help="job and cluster name (default shoal-ALGO)")
+    p.add_argument(
+        "--extras", default="ray", help="shoal extras in the images, e.g. ray,atari (default ray)"
+    )
+    s = p.add_argument_group("slurm")
+    s.add_argument("--nodes", type=int, help="nodes of the job (default 1)")
+    s.add_argument("--cpus-per-node", type=int, help="default: the roles' CPUs over the nodes")
+    s.add_argument("--gpus-per-node", type=int, help="default 0")
+    s.add_argument("--time", help="time limit, e.g. 04:00:00 (default 01:00:00)")
+    s.add_argument("--partition")
+    s.add_argument("--account")
+    s.add_argument("--container", help="Apptainer image (.sif) to run Ray and shoal in")
+    s.add_argument("--setup", help="shell line run first, e.g. 'source ~/venv/bin/activate'")
+    k = p.add_argument_group("k8s")
+    k.add_argument("--namespace")
+    k.add_argument("--head-cpus", type=int, help="default 2")
+    k.add_argument("--head-memory-gb", type=int, help="default 8")
+    k.add_argument("--node-memory-gb", type=int, help="memory of each worker pod (default 32)")
+    c = p.add_argument_group("k8s, gcp, aws, vertex")
+    c.add_argument(
+        "--image", help="container image built from the Dockerfile (default shoal:latest)"
+    )
+    c.add_argument("--node-cpus", type=int, help="CPUs of each worker node (default 8)")
+    c.add_argument(
+        "--machine",
+        action="append",
+        metavar="ROLE=TYPE",
+        help="gcp, aws, vertex: machine type of a role's nodes, e.g. actors=n1-standard-16",
+    )
+    c.add_argument("--region")
+    c.add_argument("--project", help="gcp, vertex: Google Cloud project id")
+    return p
+
+
+def main(argv: Sequence[str]) -> int:
+    argv = list(argv)
+    if "--" not in argv:
+        parser().parse_args(argv)  # --help, and mistakes in the options, first
+        raise ConfigError(
+            "Give the training command after `--`, e.g. `shoal launch slurm --out job -- "
+            "shoal train ppo --env CartPole-v1 --runtime ray`."
+        )
+    split = argv.index("--")
+    args = parser().parse_args(argv[:split])
+    for name, targets in _ONLY.items():
+        if getattr(args, name) is not None and args.target not in targets:
+            raise ConfigError(
+                f"--{name.replace('_', '-')} is an option of {' and '.join(targets)}, not of "
+                f"{args.target}; leave it out."
+            )
+    job = parse_train_command(argv[split + 1 :], args.name)
+    extras = images.check_extras([e.strip() for e in args.extras.split(",") if e.strip()])
+    out = Path(args.out or f"launch-{args.target}")
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file; name a folder to write into.")
+    write, submit = _target(args, job)
+    commands = submit(None) if args.submit else []
+    for command in commands[:1]:
+        if shutil.which(command[0]) is None:
+            raise ConfigError(
+                f"--submit runs `{command[0]}`, which is not installed here (not on PATH). "
+                f"Install it, or leave out --submit and run the written files where "
+                f"{command[0]} is."
+            )
+    out.mkdir(parents=True, exist_ok=True)
+    files = write(out)
+    cuda = job.roles["learner"].gpus > 0 or bool(args.gpus_per_node)
+    files += images.write(out, extras, cuda_apptainer=cuda)
+    for path in files:
+        print(f"wrote {path}")
+    for command in submit(files) if args.submit else []:
+        _run(command)
+    return 0
+
+
+def _target(args: argparse.Namespace, job: TrainJob):  # type: ignore[no-untyped-def]
+    """(write(out) -> files, submit(files) -> commands) for args.target; options are checked
+    here, before anything is written."""
+    if args.target == "slurm":
+        options = slurm.SlurmOptions(
+            **{
+                k: getattr(args, k)
+                for k in _ONLY
+                if "slurm" in _ONLY[k] and getattr(args, k) is not None
+            }
+        )
+        slurm.script(job, options)  # mistakes fail before anything is written
+        return (
+            lambda out: slurm.write(job, out, options),
+            lambda files: [slurm.submit_command(files or [Path(slurm.SCRIPT)])],
+        )
+    if args.target == "k8s":
+        options_k8s = k8s.K8sOptions(
+            **{
+                k: getattr(args, k)
+                for k in _ONLY
+                if "k8s" in _ONLY[k] and getattr(args, k) is not None
+            }
+        )
+        k8s.manifest(job, options_k8s)
+        return (
+            lambda out: k8s.write(job, out, options_k8s),
+            lambda files: [k8s.submit_command(files or [Path(k8s.MANIFEST)])],
+        )
+    roles = [*(["head"] if args.target != "vertex" else []), *job.roles]
+    options_cloud = cloud.CloudOptions(
+        image=args.image or "shoal:latest",
+        region=args.region,
+        node_cpus=args.node_cpus or 8,
+        machines=role_values(args.machine or [], roles, "--machine"),
+        project=args.project,
+    )
+    if args.target == "vertex":
+        vertex.spec(job, options_cloud)  # mistakes fail before anything is written
+        return (
+            lambda out: vertex.write(job, out, options_cloud),
+            lambda files: [vertex.submit_command(job, files or [Path(vertex.JOB)], options_cloud)],
+        )
+    module = gcp if args.target == "gcp" else aws
+    module.config(job, options_cloud)
+    return (
+        lambda out: module.write(job, out, options_cloud),
+        lambda files: cloud.submit_commands(job, files or [Path(cloud.CLUSTER)]),
+    )
+
+
+def _run(command: list[str]) -> None:
+    print(f"$ {shlex.join(command)}", flush=True)
+    done = subprocess.run(command, capture_output=True, text=True)
+    print(done.stdout, end="")
+    if done.returncode != 0:
+        raise ShoalError(
+            f"`{shlex.join(command)}` failed with exit code {done.returncode}: "
+            f"{done.stderr.strip()[-800:] or 'no message'}. The files are written; fix the "
+            "cause and run it again."
+        )
