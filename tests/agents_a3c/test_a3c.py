@@ -143,3 +143,14 @@ def test_a3c_solves_cartpole_on_ray_with_two_actors(ray_cluster, quiet_run):
     assert result.evaluation.mean_return >= 400
     rows = [r for r in _rows(result.run_dir) if "staleness_max" in r]
     assert rows and max(r["staleness_max"] for r in rows) <= A3CConfig().max_staleness
+
+
+def test_a3c_in_turn_runs_its_workers_each_in_turn(quiet_run):
+    # --no-overlap: the same two workers, acting one after the other in this thread, each
+    # gradient applied before the next worker acts (so none is stale).
+    run = {**quiet_run, "actors": 2, "overlap": False, "total_steps": 3_000, "log_interval": 1_000}
+    run |= {"eval_episodes": 0, "num_envs": 2}
+    result = shoal.train("a3c", "CartPole-v1", seed=0, run=run)
+    rows = [r for r in _rows(result.run_dir) if "staleness_max" in r]
+    assert rows and all(r["gradient_workers"] == 2.0 for r in rows)
+    assert max(r["staleness_max"] for r in rows) == 0.0
