@@ -31,6 +31,7 @@ import shoal
 # On a machine other work keeps at a load average of 30, Ray's GCS once went unanswered for
 # over its default 60 s and the driver gave up: these raise Ray's patience (set before Ray
 # starts; the cluster's processes inherit them; a value already set wins).
+ATTEMPTS = 6  # cluster starts tried
 RAY_PATIENCE = {
     "RAY_gcs_rpc_server_reconnect_timeout_s": "600",
     "RAY_health_check_timeout_ms": "60000",
@@ -45,7 +46,7 @@ def start_cluster(workers: int):
     from ray.cluster_utils import Cluster
 
     cpus = workers + 1  # the head also holds the learner
-    for attempt in range(3):  # a loaded machine can miss Ray's 30 s node registration
+    for attempt in range(ATTEMPTS):  # a loaded machine can miss Ray's 30 s node registration
         cluster = None
         try:
             cluster = Cluster(
@@ -61,7 +62,7 @@ def start_cluster(workers: int):
         except Exception:
             if cluster is not None:
                 cluster.shutdown()
-            if attempt == 2:
+            if attempt == ATTEMPTS - 1:
                 raise
     ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
     return cluster
