@@ -56,8 +56,9 @@ def test_the_learner_applies_a_gradient_as_adam_would():
     update = learner.update(item, 0.0)
     after = torch.cat([p.detach().reshape(-1) for p in net.parameters()])
     g = torch.from_numpy(item["gradient"])
-    moved = g.abs() > 1e-6
-    # Adam's first step: -lr * sign(g).
+    # Adam's first step: -lr * g / (|g| + eps), which is -lr * sign(g) to within rtol where
+    # |g| >> eps = 1e-8 (at |g| = 2.5e-6 it is 0.4% short: a sampled unroll once had such g).
+    moved = g.abs() > 1e-4
     torch.testing.assert_close(
         (after - before)[moved], -config.learning_rate * torch.sign(g[moved]), rtol=1e-3, atol=1e-6
     )
@@ -77,12 +78,54 @@ def test_the_queue_drops_gradients_staler_than_the_bound_and_reports_staleness()
     assert queue.sample(0.0, timeout=0) is None
 
 
-def test_a3c_solves_cartpole_inline_with_its_staleness_within_the_bound(quiet_run):
-    result = shoal.train("a3c", "CartPole-v1", seed=0, run={**quiet_run, "stop_at_return": 475})
-    assert result.stop_reason == "stop_at_return"
-    assert result.evaluation.mean_return >= 400
+def test_a3c_solves_cartpole_inline_with_two_worker_threads_within_the_staleness_bound(
+    quiet_run,
+):
+    # Two gradient workers (actor threads, each with its own network and envs) feed one learner.
+    # Stopped on a greedy evaluation: a training mean of 479 once came with a greedy 206.
+    run = {**quiet_run, "actors": 2, "eval_every": 8_000, "eval_every_episodes": 10}
+    result = shoal.train("a3c", "CartPole-v1", seed=0, run=run, callbacks=[_StopWhenGreedySolves()])
+    assert result.stop_reason == "callback"
+    assert shoal.evaluate(result.run_dir / "best.pt", episodes=10, seed=123).mean_return >= 450
     rows = [r for r in _rows(result.run_dir) if "staleness_max" in r]
     assert rows and max(r["staleness_max"] for r in rows) <= A3CConfig().max_staleness
+    # Gradients of both workers reached the learner.
+    assert max(r["gradient_workers"] for r in rows) == 2.0
+
+
+def test_inline_a3c_gets_one_actor_per_actors_setting_from_its_data_path():
+    # The launcher learns how many inline actors to run from the data path alone: A3C's asks
+    # for --actors, A2C's (the same network and policy) for one actor stepping every env.
+    from shoal.runtime.config import RunConfig
+    from shoal.runtime.program import Program
+
+    spec = EnvSpec.from_env("CartPole-v1", make_env("CartPole-v1"))
+    run = RunConfig(actors=3, num_envs=4)
+    a3c = Program(AGENT, A3CConfig(), run, None, None, spec, 0, None)
+    assert a3c.layout.actors == 3 and a3c.layout.total_envs == 12
+    assert a3c.layout.queue_capacity >= 3  # each worker's gradient may wait
+    from shoal.agents.a2c import AGENT as A2C
+    from shoal.agents.a2c import A2CConfig
+
+    a2c = Program(A2C, A2CConfig(), run, None, None, spec, 0, None)
+    assert a2c.layout.actors == 1 and a2c.layout.total_envs == 4
+
+
+def test_the_queue_reports_how_many_workers_its_gradients_came_from():
+    queue = GradientQueue(capacity=8, max_staleness=4)
+    for actor in (0, 1, 1):
+        queue.insert({"gradient": np.zeros(1), "version": 0, "actor": actor}, 0, block=False)
+    while queue.sample(0.0, timeout=0) is not None:
+        pass
+    assert queue.stats()["gradient_workers"] == 2.0
+    queue.insert({"gradient": np.zeros(1), "version": 0, "actor": 1}, 0, block=False)
+    queue.sample(0.0, timeout=0)
+    assert queue.stats()["gradient_workers"] == 1.0  # counted per row, not over the run
+
+
+class _StopWhenGreedySolves(shoal.Callback):
+    def on_evaluation(self, evaluation):
+        return evaluation.final or evaluation.mean_return < 475
 
 
 def _rows(run_dir):
@@ -100,3 +143,14 @@ def test_a3c_solves_cartpole_on_ray_with_two_actors(ray_cluster, quiet_run):
     assert result.evaluation.mean_return >= 400
     rows = [r for r in _rows(result.run_dir) if "staleness_max" in r]
     assert rows and max(r["staleness_max"] for r in rows) <= A3CConfig().max_staleness
+
+
+def test_a3c_in_turn_runs_its_workers_each_in_turn(quiet_run):
+    # --no-overlap: the same two workers, acting one after the other in this thread, each
+    # gradient applied before the next worker acts (so none is stale).
+    run = {**quiet_run, "actors": 2, "overlap": False, "total_steps": 3_000, "log_interval": 1_000}
+    run |= {"eval_episodes": 0, "num_envs": 2}
+    result = shoal.train("a3c", "CartPole-v1", seed=0, run=run)
+    rows = [r for r in _rows(result.run_dir) if "staleness_max" in r]
+    assert rows and all(r["gradient_workers"] == 2.0 for r in rows)
+    assert max(r["staleness_max"] for r in rows) == 0.0

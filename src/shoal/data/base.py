@@ -14,7 +14,8 @@ limiter inside); the runtime places its parts, the same way for every agent:
   its tables live in replay-shard processes (`sharded`) or in the learner's process.
 
 A launcher asks the data path what it must know (unroll length, whether acting may overlap
-learning, where the tables live) and never which kind of agent it runs.
+learning, how many actors act inline, where the tables live) and never which kind of agent it
+runs.
 """
 
 from __future__ import annotations
@@ -144,5 +145,9 @@ class DataPath:
     # (the policy that acted, actor index) -> that actor's adder.
     make_adder: Callable[[Any, int], Adder] = field(default=lambda policy, actor: PassThrough())
     overlap: bool = True  # inline default: act in a thread while the learner learns
+    # Inline: as many actors as --actors (threads when overlapping), each with its own network
+    # and envs, rather than one actor stepping every env (A3C's gradient workers). Read before
+    # the layout is known, so it must not depend on the layout it is built with.
+    actors_inline: bool = False
     sharded: bool = False  # ray: tables in --replay-shards processes, else in the learner's
     merge_stats: Callable[[Sequence[dict[str, float]]], dict[str, float]] = sum_stats

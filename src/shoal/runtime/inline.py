@@ -12,6 +12,8 @@ It only decides placement; the parts are the same for every agent (`Actor`, `Lea
   its own copy of the network, taking the newest weights the learner publishes; the table makes
   each side wait for the other, so how much is learned per step does not depend on thread
   timing, though the runs are not bit-reproducible;
+- a data path that asks for `--actors` actors inline (`DataPath.actors_inline`: A3C's gradient
+  workers) gets that many, as threads when overlapped and in turn otherwise;
 - central inference: env-only actor threads served by one inference server.
 """
 
@@ -75,28 +77,41 @@ def _in_turn(driver: Driver, program: Program) -> None:
     shared = device.type == "cpu"
     board = None if shared else WeightsBoard()
     loop = LearnerLoop(learner, table, board, progress=_progress(driver))
-    actor = build_actor(
-        program,
-        0,
-        driver.env_seed,
-        table,
-        weights=board,
-        net=net if shared else None,
-        policy_state=driver.policy_state,
-        stop=driver.should_stop,
-        run_steps=driver.counter.env_steps,
-    )
+    actors = _actors(driver, program, table, board, net if shared else None)
     try:
         while not driver.should_stop():
-            if shared:  # one network: only the version moves
-                actor.acting.version = learner.version
-            driver.add_experience(actor.run_unroll(block=False))
-            while table.can_sample():
-                loop.try_update()
-                driver.after_update(loop.metrics, loop.lag, loop.state_dict)
+            for actor in actors:  # each in turn, when the data path asks for several
+                if shared:  # one network: only the version moves
+                    actor.acting.version = learner.version
+                driver.add_experience(actor.run_unroll(block=False))
+                while table.can_sample():
+                    loop.try_update()
+                    driver.after_update(loop.metrics, loop.lag, loop.state_dict)
         driver.finish(loop.state_dict())
     finally:
-        actor.close()
+        for actor in actors:
+            actor.close()
+
+
+def _actors(
+    driver: Driver, program: Program, table: Table, board: WeightsBoard | None, net: Any = None
+) -> list[Actor]:
+    """The layout's actors (one, unless the data path asks for `--actors`), actor i's envs
+    seeded from `env_seed + 10_000 i` as on ray; `net`: the learner's, shared (in turn)."""
+    return [
+        build_actor(
+            program,
+            i,
+            driver.env_seed + 10_000 * i,
+            table,
+            weights=board,
+            net=net,
+            policy_state=driver.policy_state,
+            stop=driver.should_stop,
+            run_steps=driver.counter.env_steps,
+        )
+        for i in range(program.layout.actors)
+    ]
 
 
 def _table(driver: Driver, program: Program) -> Table:
@@ -156,32 +171,36 @@ class _ActorThread(threading.Thread):
         return [self._stats.popleft() for _ in range(len(self._stats))]
 
 
+class _ActorThreads:
+    """The actor threads beside the learner, drained together."""
+
+    def __init__(self, actors: list[Actor]) -> None:
+        self.threads = [_ActorThread(a, f"shoal-actor{i}") for i, a in enumerate(actors)]
+
+    def drain(self) -> list[ActorStats]:
+        return [stats for thread in self.threads for stats in thread.drain()]
+
+
 def _overlapped(driver: Driver, program: Program) -> None:
-    """An actor thread with its own network; the learner in this thread."""
+    """Actor threads (one unless the data path asks for `--actors`), each with its own
+    network; the learner in this thread."""
     learner = build_learner(program, program.learner_device())
     driver.restore(learner)
     table = _table(driver, program)
     board = WeightsBoard()
     loop = LearnerLoop(learner, table, board, progress=_progress(driver))
-    actor = build_actor(
-        program,
-        0,
-        driver.env_seed,
-        table,
-        weights=board,
-        policy_state=driver.policy_state,
-        stop=driver.should_stop,
-        run_steps=driver.counter.env_steps,
-    )
-    thread = _ActorThread(actor)
-    thread.start()
+    acting = _ActorThreads(_actors(driver, program, table, board))
+    for thread in acting.threads:
+        thread.start()
     try:
-        _learn_beside(driver, loop, thread)
+        _learn_beside(driver, loop, acting)
     finally:
-        thread.stopping.set()
+        for thread in acting.threads:
+            thread.stopping.set()
         table.close()
-        thread.join(timeout=30)
-        thread.actor.close()
+        for thread in acting.threads:
+            thread.join(timeout=30)
+            thread.actor.close()
 
 
 def _central(driver: Driver, program: Program) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +18,17 @@ from shoal.errors import ConfigError
 from shoal.runtime.config import RunConfig
 
 
-def run_layout(run: RunConfig) -> Layout:
-    """How the run's envs are spread over actors: inline with actor-side inference there is
-    one actor; on ray, or with central inference, `run.actors`."""
-    many = run.runtime == "ray" or run.inference == "central"
+def run_layout(run: RunConfig, actors_inline: bool = False) -> Layout:
+    """How the run's envs are spread over actors: on ray, with central inference, or inline
+    for a data path that asks for it (`DataPath.actors_inline`), `run.actors`; otherwise
+    (inline, actor-side inference) one actor."""
+    many = run.runtime == "ray" or run.inference == "central" or actors_inline
     actors = run.actors if many else 1
     capacity = run.queue_capacity
     if run.runtime == "ray":  # every actor may have its requests' unrolls waiting
         capacity = max(capacity, run.actors * run.max_inflight)
+    elif actors_inline:  # every actor thread may have its item waiting
+        capacity = max(capacity, run.actors)
     return Layout(actors=actors, envs_per_actor=run.num_envs, queue_capacity=capacity)
 
 
@@ -47,9 +51,13 @@ class Program:
     def checkpoint_dir(self) -> Path:
         return self.run_dir / "checkpoints"
 
-    @property
+    @cached_property
     def layout(self) -> Layout:
-        return run_layout(self.run)
+        # The data path says whether inline runs one actor or `--actors`; which it says does
+        # not depend on the layout it is built with (see `DataPath.actors_inline`).
+        first = run_layout(self.run)
+        path = self.agent.make_data_path(self.spec, self.agent_config, first)
+        return run_layout(self.run, path.actors_inline)
 
     def data_path(self) -> DataPath:
         """The agent's data path for this run's layout."""

@@ -2,10 +2,12 @@
 
 Each actor's adder holds the actor's copy of the network (the policy's, with the weights that
 acted): it computes the actor-critic loss of each unroll and its gradient, and sends that
-flat gradient with the version it was computed at. The `GradientQueue` hands the learner one
-gradient per update, oldest first, and drops those whose staleness (the learner's version
-minus theirs) exceeds `max_staleness`; at most `capacity` wait, and an actor that would exceed
-it waits (backpressure), which bounds staleness on its own on a fast learner.
+flat gradient with the version it was computed at and the actor's index. The `GradientQueue`
+hands the learner one gradient per update, oldest first, and drops those whose staleness (the
+learner's version minus theirs) exceeds `max_staleness`; at most `capacity` wait, and an actor
+that would exceed it waits (backpressure), which bounds staleness on its own on a fast learner.
+Inline, the data path asks for `--actors` actors (`actors_inline`): threads, each a gradient
+worker with its own network and envs, as on ray each is a process.
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ __all__ = ["GradientAdder", "GradientQueue", "make_data_path"]
 class GradientAdder:
     """An actor's unrolls as gradients of the loss at the weights that acted."""
 
-    def __init__(self, net: ActorCritic, config: LossSettings) -> None:
-        self.net, self.config = net, config
+    def __init__(self, net: ActorCritic, config: LossSettings, actor: int = 0) -> None:
+        self.net, self.config, self.actor = net, config, actor
         # The learner's Adam lays its flat buffer out in this order.
         self.params = [p for p in net.parameters() if p.requires_grad]
 
@@ -48,6 +50,7 @@ class GradientAdder:
         return {
             "gradient": flat.detach().cpu().numpy().astype(np.float32),
             "version": unroll.behaviour_version,
+            "actor": self.actor,
             "metrics": diagnostics,
         }
 
@@ -62,6 +65,7 @@ class GradientQueue(NoSnapshot):
         self._steps = 0
         self._dropped = 0
         self._staleness: list[int] = []  # of the gradients handed out since the last stats
+        self._workers: set[int] = set()  # the actors that computed them
         self._closed = False
         self._cond = threading.Condition()
 
@@ -102,6 +106,7 @@ class GradientQueue(NoSnapshot):
                 return None
             item = self._pending.popleft()
             self._staleness.append(self._version - int(item["version"]))
+            self._workers.add(int(item.get("actor", 0)))
             self._cond.notify_all()
             return Batch(item, int(item["version"]), steps=self._steps)
 
@@ -113,9 +118,11 @@ class GradientQueue(NoSnapshot):
     def stats(self) -> dict[str, float]:
         with self._cond:
             seen, self._staleness = self._staleness, []
+            workers, self._workers = self._workers, set()
         out = {"gradients_dropped": float(self._dropped)}
         if seen:
             out |= {"staleness_mean": float(np.mean(seen)), "staleness_max": float(max(seen))}
+            out["gradient_workers"] = float(len(workers))
         return out
 
     @property
@@ -133,11 +140,12 @@ def _queue(capacity: int, max_staleness: int, shards: int, seed: int) -> Gradien
 
 
 def make_data_path(spec: EnvSpec, config: Any, layout: Layout) -> DataPath:
-    """Gradients into one queue next to the learner; inline, an actor thread computes them
-    while the learner applies them (`overlap`)."""
+    """Gradients into one queue next to the learner; inline, `--actors` actor threads compute
+    them while the learner applies them (`overlap`, `actors_inline`)."""
     return DataPath(
         unroll_length=config.rollout_length,
         make_table=partial(_queue, layout.queue_capacity, config.max_staleness),
-        make_adder=lambda policy, actor: GradientAdder(policy.net, config),
+        make_adder=lambda policy, actor: GradientAdder(policy.net, config, actor),
         overlap=True,
+        actors_inline=True,
     )
