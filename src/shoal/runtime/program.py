@@ -17,15 +17,17 @@ from shoal.errors import ConfigError
 from shoal.runtime.config import RunConfig
 
 
-def run_layout(run: RunConfig) -> Layout:
+def run_layout(run: RunConfig, rows_per_env: int = 1) -> Layout:
     """How the run's envs are spread over actors: inline with actor-side inference there is
-    one actor; on ray, or with central inference, `run.actors`."""
+    one actor; on ray, or with central inference, `run.actors`. The layout counts rows: a
+    multi-agent env makes `rows_per_env` of them (its agents), each a slot of its own."""
     many = run.runtime == "ray" or run.inference == "central"
     actors = run.actors if many else 1
     capacity = run.queue_capacity
     if run.runtime == "ray":  # every actor may have its requests' unrolls waiting
         capacity = max(capacity, run.actors * run.max_inflight)
-    return Layout(actors=actors, envs_per_actor=run.num_envs, queue_capacity=capacity)
+    envs = run.num_envs * rows_per_env
+    return Layout(actors=actors, envs_per_actor=envs, queue_capacity=capacity)
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ class Program:
 
     @property
     def layout(self) -> Layout:
-        return run_layout(self.run)
+        return run_layout(self.run, self.spec.rows_per_env)
 
     def data_path(self) -> DataPath:
         """The agent's data path for this run's layout."""
