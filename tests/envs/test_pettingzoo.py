@@ -132,3 +132,10 @@ def test_agents_that_join_and_leave_are_rows_that_turn_active_and_inactive():
 def test_vector_env_subprocess_is_refused_with_what_to_do_instead():
     with pytest.raises(EnvError, match=r"--env\.vector subprocess is not supported"):
         _vector(TOY, games=2, vector="subprocess")
+
+
+def test_a_video_of_a_pettingzoo_game_is_refused_with_the_reason():
+    from shoal.envs.screens import make_screen_env
+
+    with pytest.raises(EnvError, match=r"many agents.*shoal eval"):
+        make_screen_env(TOY)

@@ -129,3 +129,11 @@ def test_ppo_and_impala_learn_a_cooperative_task_whose_agents_join_and_leave(alg
     assert result.evaluation.mean_return >= 4.0
     assert {"return_agent_0_mean", "return_agent_1_mean", "return_agent_2_mean"} <= set(last)
     assert last["return_agent_1_mean"] >= last["return_agent_0_mean"]  # 8 steps against 3
+
+
+def test_ppo_with_central_inference_learns_with_absent_rows_masked(tmp_path):
+    """Central inference's env-only actors send which rows are active with each step."""
+    agent = {"rollout_length": 16, "learning_rate": 0.003, "minibatch_size": 64, **BANDIT}
+    result, last = _train("ppo", tmp_path, 8_000, agent, inference="central", actors=2, num_envs=2)
+    assert last["team_return_mean"] >= 12.0
+    assert result.evaluation.mean_return >= 4.0
