@@ -31,7 +31,7 @@ from shoal.envs.atari_ids import is_atari_id
 from shoal.envs.atari_scores import game_scores, human_normalized
 from shoal.envs.config import EnvConfig
 from shoal.envs.registry import resolve_env
-from shoal.envs.vector import InProcessVectorEnv
+from shoal.envs.vector import in_process_vector_env
 from shoal.errors import ConfigError, ShoalError, ShoalWarning
 from shoal.runtime.evaluate import run_episodes
 from shoal.runtime.recording import ACTING_THREADS
@@ -178,7 +178,7 @@ def evaluate_atari(
         wrappers.append(_EpisodeSeeds(factory(), seeds))
         return wrappers[-1]
 
-    env = InProcessVectorEnv([make] * min(episodes, _WIDTH), policy.spec, first_seed)
+    env = in_process_vector_env([make] * min(episodes, _WIDTH), policy.spec, first_seed)
     finished = [0] * env.num_envs
     played = []
     game = atari_game(policy.env_id)

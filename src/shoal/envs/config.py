@@ -38,6 +38,9 @@ class EnvConfig:
     terminal_on_life_loss: bool = param(False, "Atari: end the episode when a life is lost.")
     max_frames: int = param(108_000, "Atari: truncate episodes at this many emulator frames.")
     minatar_sticky_prob: float = param(0.1, "MinAtar: probability of repeating the last action.")
+    agent_id: bool = param(
+        False, "PettingZoo: give each agent's observation a one-hot of which agent it is."
+    )
 
     def __post_init__(self) -> None:
         if self.num_workers is not None and self.num_workers <= 0:

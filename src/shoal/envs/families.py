@@ -31,6 +31,9 @@ def describe_families() -> str:
         f"{_state('minatar', 'minatar')}",
         "  dm_env      a factory 'package.module:function' returning a dm_env.Environment "
         f"(adapted); dm-env {_state('dm_env', 'dm_env')}",
+        "  pettingzoo  pettingzoo:<module> (e.g. pettingzoo:mpe.simple_spread_v3, "
+        "pettingzoo:butterfly.pistonball_v6): each agent a row of the batch; "
+        f"pettingzoo {_state('pettingzoo', 'pettingzoo')}; mpe2 {_state('mpe2', 'pettingzoo')}",
         "  factory     'package.module:function' returning a gymnasium.Env",
         "",
         "environment settings (--env.FIELD VALUE, or env_config: in a config file):",
@@ -54,5 +57,6 @@ def describe_env(env_id: str, config: EnvConfig) -> str:
             f"  observation space:  {spec.observation_space}",
             *([] if raw is None else [f"    converted from:   {raw}"]),
             f"  action space:       {spec.action_space}",
+            *([f"  agents (rows):      {spec.num_agents}"] if spec.num_agents else []),
         ]
     )

@@ -6,6 +6,8 @@ Ids:
 - Atari ids `ALE/Pong-v5` and `PongNoFrameskip-v4`, with the standard preprocessing
   (`shoal.envs.atari`), served by envpool when installed (backend "auto") or by ale-py;
 - `minatar:<game>` (`minatar:breakout`, ...);
+- `pettingzoo:<module>` (`pettingzoo:mpe.simple_spread_v3`), a PettingZoo parallel env whose
+  agents are rows of the batch (`shoal.envs.pettingzoo_family`);
 - `package.module:function`, a function returning a `gymnasium.Env` or a `dm_env.Environment`
   (adapted to Gymnasium), called with no argument or, if it takes one, with the env copy's seed.
 
@@ -37,6 +39,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from shoal.envs.agent_rows import AgentRows
 from shoal.envs.config import EnvConfig
 from shoal.envs.observations import ConvertedObservations, ImageLayout, adapt_observations
 from shoal.envs.spec import EnvSpec
@@ -51,7 +54,7 @@ class EnvSource:
     """How `env_id` is built: its family, the backend that steps it and a factory for one env."""
 
     env_id: str
-    family: str  # "gymnasium" | "atari" | "minatar" | "factory"
+    family: str  # "gymnasium" | "atari" | "minatar" | "pettingzoo" | "factory"
     backend: str  # "gymnasium" | "ale-py" | "envpool" | "minatar" | "factory"
     factory: EnvFactory
     frames_per_step: int = 1
@@ -64,6 +67,8 @@ def _adapted_env(make: EnvFactory, image_layout: ImageLayout) -> gym.Env:
 
 
 def _adapted(source: EnvSource, config: EnvConfig) -> EnvSource:
+    if source.family == "pettingzoo":  # converts each agent's observations itself
+        return source
     factory = functools.partial(_adapted_env, source.factory, config.image_layout)
     return dataclasses.replace(source, factory=factory)
 
@@ -246,6 +251,11 @@ def _resolve(env_id: str, config: EnvConfig) -> EnvSource:
             )
         factory = functools.partial(_minatar_env, game, config.minatar_sticky_prob)
         return EnvSource(env_id, "minatar", "minatar", factory)
+    from shoal.envs.pettingzoo_family import PETTINGZOO_PREFIX, pettingzoo_factory
+
+    if env_id.startswith(PETTINGZOO_PREFIX):
+        factory = pettingzoo_factory(env_id, config.agent_id, config.image_layout)
+        return EnvSource(env_id, "pettingzoo", "pettingzoo", factory)
     from shoal.envs.atari_ids import is_atari_id
 
     if is_atari_id(env_id):
@@ -378,7 +388,9 @@ def spec_of_source(source: EnvSource) -> EnvSpec:
     the text entries its observations drop."""
     env = built(source)
     try:
-        raw = None
+        raw, agents = None, 0
+        if isinstance(env, AgentRows):  # a multi-agent env: the spaces are one agent's
+            raw, agents = env.raw_observation_space, env.num_rows
         if isinstance(env, ConvertedObservations):
             raw = env.conversion.raw_space
             if env.conversion.dropped:
@@ -397,6 +409,7 @@ def spec_of_source(source: EnvSource) -> EnvSpec:
             env.action_space,
             source.frames_per_step,
             raw_observation_space=raw,
+            num_agents=agents,
         )
     finally:
         env.close()
@@ -405,7 +418,17 @@ def spec_of_source(source: EnvSource) -> EnvSpec:
 def make_vector_env(
     source: EnvSource, spec: EnvSpec, config: EnvConfig, num_envs: int, seed: int
 ):  # -> VectorEnv
-    """The vector env an actor steps: envpool, worker processes or this process, per config."""
+    """The vector env an actor steps: envpool, worker processes or this process, per config;
+    a multi-agent env's `num_envs` games, each making `spec.num_agents` rows."""
+    if spec.num_agents and config.vector == "subprocess":
+        raise EnvError(
+            f"{source.env_id}: PettingZoo games step in the actor's process; "
+            "--env.vector subprocess is not supported for them. Leave it at inline, and "
+            "use more actors (--runtime ray --actors N) to step games in parallel."
+        )
+    from shoal.envs.vector import in_process_vector_env
+
+    return in_process_vector_env([source.factory] * num_envs, spec, seed)
     if source.backend == "envpool":
         from shoal.envs.envpool_vector import EnvpoolVectorEnv
 
@@ -426,6 +449,6 @@ def make_vector_env(
         from shoal.envs.subprocess_vector import SubprocessVectorEnv
 
         return SubprocessVectorEnv([source.factory] * num_envs, spec, seed, config.num_workers)
-    from shoal.envs.vector import InProcessVectorEnv
+    from shoal.envs.vector import in_process_vector_env
 
-    return InProcessVectorEnv([source.factory] * num_envs, spec, seed)
+    return in_process_vector_env([source.factory] * num_envs, spec, seed)

@@ -51,6 +51,8 @@ def make_screen_env(env_id: str, config: EnvConfig | None = None) -> ScreenEnv:
     source = resolve_env(env_id, config)
     if source.family == "atari":
         return _atari(make_env(env_id, config))
+    if source.family == "pettingzoo":
+        raise cannot_render(env_id, "is a game of many agents, which shoal does not record yet", "")
     if source.family == "gymnasium":
         env = _rgb_gymnasium(env_id, config)
     else:  # MinAtar, dm_env and a user's factory: the env renders as its maker set it up

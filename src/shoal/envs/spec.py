@@ -20,7 +20,9 @@ class EnvSpec:
     Observations are a Box (vectors, channels-first images) or a Dict of Boxes. `frames_per_step`
     is how many emulator frames one agent step covers (4 for Atari), to report both counts.
     `raw_observation_space` is the env's own space when the registry converts its observations
-    to `observation_space` (`shoal.envs.observations`), else None.
+    to `observation_space` (`shoal.envs.observations`), else None. `num_agents` is a
+    multi-agent env's number of agents, each a row of the batch (`shoal.envs.agent_rows`),
+    whose spaces are then one agent's; 0 for a single-agent env.
     """
 
     env_id: str
@@ -28,6 +30,7 @@ class EnvSpec:
     action_space: gym.spaces.Space
     frames_per_step: int = 1
     raw_observation_space: gym.spaces.Space | None = None
+    num_agents: int = 0
 
     def __post_init__(self) -> None:
         space = self.observation_space
@@ -58,6 +61,7 @@ class EnvSpec:
             "observation_space": _space_data(self.observation_space),
             "action_space": _space_data(self.action_space),
             "frames_per_step": self.frames_per_step,
+            "num_agents": self.num_agents,
             "raw_observation_space": (
                 None
                 if self.raw_observation_space is None
@@ -78,7 +82,13 @@ class EnvSpec:
                 if data.get("raw_observation_space") is None
                 else _space_of(data["raw_observation_space"])
             ),
+            num_agents=int(data.get("num_agents", 0)),  # absent from older files
         )
+
+    @property
+    def rows_per_env(self) -> int:
+        """Rows of a batch one env makes: its agents, or 1."""
+        return max(1, self.num_agents)
 
     @property
     def dict_obs(self) -> bool:

@@ -30,6 +30,9 @@ class VectorStep:
     final_obs: dict[int, np.ndarray] = field(default_factory=dict)  # env index -> last obs
     episode_returns: list[float] = field(default_factory=list)  # of episodes that ended here
     episode_lengths: list[int] = field(default_factory=list)
+    # Named figures of episodes that ended here beyond each row's return, e.g. a multi-agent
+    # game's summed `team_return`; the run reports each one's recent mean as `<name>_mean`.
+    episode_metrics: dict[str, list[float]] = field(default_factory=dict)
 
 
 class VectorEnv(Protocol):
@@ -38,6 +41,11 @@ class VectorEnv(Protocol):
     Implementations: `InProcessVectorEnv`, `SubprocessVectorEnv`, the envpool adapter. All
     seed env i with `seed + i` on the first `reset`, return observations with the spec's shape
     and dtype, and raise `EnvError` naming the env and step for NaN or wrongly shaped output.
+
+    A vector env whose rows can be empty (a multi-agent env's absent agents,
+    `shoal.envs.pettingzoo_vector`) also has `active` `[E]` bool, the rows whose current
+    observation is real; the actor loop records it and learners do not learn from the others.
+    Without it every row is always active.
     """
 
     num_envs: int
@@ -136,6 +144,16 @@ class InProcessVectorEnv:
     def _store(self, i: int, obs: object) -> None:
         # Checked, not assigned directly: numpy would broadcast a (1,) observation into (3,).
         assign(self._obs, i, checked_obs(self.spec, obs, i, self._steps))
+
+
+def in_process_vector_env(factories: Sequence[EnvFactory], spec: EnvSpec, seed: int) -> VectorEnv:
+    """The envs of `factories` stepped in this process: an `InProcessVectorEnv`, or for a
+    multi-agent env (`spec.num_agents`) its games with their agents as rows."""
+    if spec.num_agents:
+        from shoal.envs.pettingzoo_vector import PettingZooVectorEnv
+
+        return PettingZooVectorEnv(factories, spec, seed)
+    return InProcessVectorEnv(factories, spec, seed)
 
 
 def env_failure(spec: EnvSpec, index: int, step: int, call: str, err: Exception) -> EnvError:

@@ -30,6 +30,8 @@ class ActorStats:
     version: int = 0  # learner version of the weights that acted
     # The acting policy's `state_dict` after the unroll, for the driver's checkpoints.
     policy_state: dict[str, Any] = field(default_factory=dict)
+    # The env's named episode figures (`VectorStep.episode_metrics`), e.g. `team_return`.
+    episode_metrics: dict[str, list[float]] = field(default_factory=dict)
 
 
 class WeightsSource(Protocol):
@@ -88,7 +90,8 @@ class Actor:
             return None
         returns, lengths = self.collector.drain_episodes()
         policy_state = self.acting.policy.state_dict()
-        return ActorStats(steps, returns, lengths, unroll.behaviour_version, policy_state)
+        metrics = self.collector.drain_episode_metrics()
+        return ActorStats(steps, returns, lengths, unroll.behaviour_version, policy_state, metrics)
 
     def close(self) -> None:
         self.collector.env.close()

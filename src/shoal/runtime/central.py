@@ -47,6 +47,8 @@ class EnvStep:
     episode_returns: list[float] = field(default_factory=list)
     episode_lengths: list[int] = field(default_factory=list)
     env_seconds: float = 0.0  # spent stepping the envs for this call
+    active: np.ndarray | None = None  # [E] rows whose `obs` is real (`VectorEnv.active`)
+    episode_metrics: dict[str, list[float]] = field(default_factory=dict)
 
 
 class EnvLoop:
@@ -58,7 +60,7 @@ class EnvLoop:
 
     def run(self, send: Any) -> int:
         """Loop until the server answers None; the number of vector steps taken."""
-        message = EnvStep(self.actor, self.session, self.env.reset())
+        message = EnvStep(self.actor, self.session, self.env.reset(), active=self._active())
         steps = 0
         while (actions := send(message)) is not None:
             started = time.perf_counter()
@@ -74,9 +76,15 @@ class EnvLoop:
                 step.episode_returns,
                 step.episode_lengths,
                 time.perf_counter() - started,
+                self._active(),
+                step.episode_metrics,
             )
             steps += 1
         return steps
+
+    def _active(self) -> np.ndarray | None:
+        active = getattr(self.env, "active", None)  # rows that can be empty say which are not
+        return None if active is None else active.copy()
 
 
 class _Actor:
@@ -97,6 +105,7 @@ class _Actor:
         self.assembler = TrajectoryAssembler(self.spec, self.length, int(self.rows[0]))
         self.returns: list[float] = []
         self.lengths: list[int] = []
+        self.metrics: dict[str, list[float]] = {}
 
 
 class CentralActing:
@@ -124,13 +133,13 @@ class CentralActing:
         start = run_steps // layout.total_envs
         self.acting = Acting(policy, program.spec, "train", start_steps=start)
         self.actors = [
-            _Actor(i, run.num_envs, program.spec, data_path.unroll_length, adder)
+            _Actor(i, layout.envs_per_actor, program.spec, data_path.unroll_length, adder)
             for i, adder in enumerate(data_path.make_adder(policy, i) for i in range(run.actors))
         ]
         self.tables = list(tables)
         self.server = InferenceServer(
             self.acting,
-            run.inference_batch or run.actors * run.num_envs,
+            run.inference_batch or layout.total_envs,
             run.inference_timeout_ms / 1e3,
             weights,
         )
@@ -158,6 +167,8 @@ class CentralActing:
                 assert message.terminated is not None and message.truncated is not None
                 actor.returns += message.episode_returns
                 actor.lengths += message.episode_lengths
+                for name, values in message.episode_metrics.items():
+                    actor.metrics.setdefault(name, []).extend(values)
                 actor.env_seconds += message.env_seconds
                 actor.env_calls += 1
                 rewards, ended = message.reward, message.terminated | message.truncated
@@ -177,7 +188,10 @@ class CentralActing:
             except BaseException as err:  # e.g. observations the network cannot take
                 self.failure = err
                 raise
-            actor.assembler.acted(served.actions, served.extras, served.version)
+            extras = served.extras
+            if message.active is not None:
+                extras = {**extras, "active": message.active}
+            actor.assembler.acted(served.actions, extras, served.version)
             return served.env_actions
 
     def _hand_on(self, actor: _Actor, unroll: Unroll) -> bool:
@@ -192,8 +206,9 @@ class CentralActing:
             actor.lengths,
             unroll.behaviour_version,
             policy_state,
+            actor.metrics,
         )
-        actor.returns, actor.lengths = [], []
+        actor.returns, actor.lengths, actor.metrics = [], [], {}
         with self._stats_lock:
             self._stats.append(stats)
         table = self.tables[actor.index % len(self.tables)]

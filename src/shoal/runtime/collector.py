@@ -83,6 +83,7 @@ class UnrollCollector:
         self.obs = env.reset()
         self.finished_returns: list[float] = []
         self.finished_lengths: list[int] = []
+        self.finished_metrics: dict[str, list[float]] = {}
 
     def collect(self) -> Unroll | None:
         """T steps of every env, or None if `stop` said so first. Episode statistics
@@ -96,7 +97,10 @@ class UnrollCollector:
             if self.stop():
                 return None
             assign(steps.obs, t, self.obs)
+            active = getattr(env, "active", None)  # rows that can be empty say which are not
             env_actions, actions, record = acting.act(self.obs)
+            if active is not None:
+                record["active"] = active.copy()
             step = env.step(env_actions)
             acting.observe(step.reward, step.terminated | step.truncated)
             steps.actions[t].append(actions)
@@ -146,8 +150,15 @@ class UnrollCollector:
     def _episodes(self, step: VectorStep) -> None:
         self.finished_returns += step.episode_returns
         self.finished_lengths += step.episode_lengths
+        for name, values in step.episode_metrics.items():
+            self.finished_metrics.setdefault(name, []).extend(values)
 
     def drain_episodes(self) -> tuple[list[float], list[int]]:
         returns, lengths = self.finished_returns, self.finished_lengths
         self.finished_returns, self.finished_lengths = [], []
         return returns, lengths
+
+    def drain_episode_metrics(self) -> dict[str, list[float]]:
+        """The env's named episode figures (`VectorStep.episode_metrics`) since the last call."""
+        metrics, self.finished_metrics = self.finished_metrics, {}
+        return metrics

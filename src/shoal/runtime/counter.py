@@ -28,6 +28,8 @@ class Counter:
     interruption: str = "interrupted"
     started: float = field(default_factory=time.time)
     stopped_by: str | None = None  # a stop asked for by a callback ("callback")
+    # The env's named episode figures (`VectorStep.episode_metrics`), each a recent window.
+    recent_metrics: dict[str, deque[float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         window = self.config.return_window
@@ -54,6 +56,17 @@ class Counter:
         if target is not None and self.target_reached_at is None and full and mean >= target:
             self.target_reached_at = time.time()
             self.target_reached_step = self.env_steps
+
+    def add_episode_metrics(self, metrics: dict[str, list[float]]) -> None:
+        for name, values in metrics.items():
+            window = self.recent_metrics.get(name)
+            if window is None:
+                window = self.recent_metrics[name] = deque(maxlen=self.config.return_window)
+            window.extend(values)
+
+    def metric_means(self) -> dict[str, float]:
+        """`<name>_mean` of each named episode figure over its recent window."""
+        return {f"{k}_mean": sum(v) / len(v) for k, v in self.recent_metrics.items() if v}
 
     def progress(self, steps: int | None = None) -> float:
         """Fraction of the budget used, in [0, 1]: steps (`env_steps` unless given) or wall

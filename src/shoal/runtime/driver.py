@@ -122,6 +122,7 @@ class Driver:
             return
         self.counter.env_steps += stats.steps
         self.counter.add_episodes(stats.returns, stats.lengths)
+        self.counter.add_episode_metrics(stats.episode_metrics)
         self.policy_state.update(stats.policy_state)
         self.console.update(self.counter.env_steps, self.counter.mean_return)
 
@@ -291,6 +292,7 @@ class Driver:
             "updates": counter.updates,
             "return_mean": counter.mean_return,
             "episode_length_mean": sum(lengths) / len(lengths) if lengths else None,
+            **counter.metric_means(),
             "policy_lag": policy_lag,
             **self.counts,
             **metrics,

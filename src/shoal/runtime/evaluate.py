@@ -13,7 +13,7 @@ from tqdm import tqdm
 
 from shoal.envs.registry import EnvFactory
 from shoal.envs.spec import EnvSpec
-from shoal.envs.vector import InProcessVectorEnv, VectorEnv
+from shoal.envs.vector import VectorEnv, in_process_vector_env
 from shoal.runtime.rows import Acting
 
 
@@ -67,7 +67,7 @@ def evaluate_policy(
     deadline = None if max_time is None else time.monotonic() + max_time
     owned = env is None
     if env is None:
-        env = InProcessVectorEnv([factory] * eval_width(episodes), spec, seed)
+        env = in_process_vector_env([factory] * eval_width(episodes), spec, seed)
     bar = (
         tqdm(total=episodes, desc="evaluating", unit="episode", leave=False, file=sys.stderr)
         if progress

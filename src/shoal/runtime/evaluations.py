@@ -15,7 +15,7 @@ from typing import Any, Literal
 import torch
 
 from shoal.checkpoint import policy_payload, save_policy
-from shoal.envs.vector import InProcessVectorEnv, VectorEnv
+from shoal.envs.vector import VectorEnv, in_process_vector_env
 from shoal.runtime.callbacks import Evaluation
 from shoal.runtime.evaluate import EvalResult, eval_width, evaluate_policy
 from shoal.runtime.program import Program
@@ -44,7 +44,7 @@ class Evaluator:
         if width not in self._envs:
             program = self.program
             factories = [program.env_source.factory] * width
-            self._envs[width] = InProcessVectorEnv(factories, program.spec, self.seed)
+            self._envs[width] = in_process_vector_env(factories, program.spec, self.seed)
         return self._envs[width]
 
     def close(self) -> None:

@@ -18,10 +18,11 @@ from shoal.errors import ConfigError
 from shoal.runtime.config import RunConfig
 
 
-def run_layout(run: RunConfig, actors_inline: bool = False) -> Layout:
+def run_layout(run: RunConfig, actors_inline: bool = False, rows_per_env: int = 1) -> Layout:
     """How the run's envs are spread over actors: on ray, with central inference, or inline
     for a data path that asks for it (`DataPath.actors_inline`), `run.actors`; otherwise
-    (inline, actor-side inference) one actor."""
+    (inline, actor-side inference) one actor. The layout counts rows: a multi-agent env makes
+    `rows_per_env` of them (its agents), each a slot of its own."""
     many = run.runtime == "ray" or run.inference == "central" or actors_inline
     actors = run.actors if many else 1
     capacity = run.queue_capacity
@@ -29,7 +30,8 @@ def run_layout(run: RunConfig, actors_inline: bool = False) -> Layout:
         capacity = max(capacity, run.actors * run.max_inflight)
     elif actors_inline:  # every actor thread may have its item waiting
         capacity = max(capacity, run.actors)
-    return Layout(actors=actors, envs_per_actor=run.num_envs, queue_capacity=capacity)
+    envs = run.num_envs * rows_per_env
+    return Layout(actors=actors, envs_per_actor=envs, queue_capacity=capacity)
 
 
 @dataclass(frozen=True)
@@ -55,9 +57,10 @@ class Program:
     def layout(self) -> Layout:
         # The data path says whether inline runs one actor or `--actors`; which it says does
         # not depend on the layout it is built with (see `DataPath.actors_inline`).
-        first = run_layout(self.run)
+        rows = self.spec.rows_per_env
+        first = run_layout(self.run, rows_per_env=rows)
         path = self.agent.make_data_path(self.spec, self.agent_config, first)
-        return run_layout(self.run, path.actors_inline)
+        return run_layout(self.run, path.actors_inline, rows)
 
     def data_path(self) -> DataPath:
         """The agent's data path for this run's layout."""

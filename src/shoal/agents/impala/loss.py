@@ -1,11 +1,13 @@
 """IMPALA's loss, composed from `shoal.ops` (Espeholt et al. 2018, Section 4).
 
 Policy gradient with V-trace advantages + weighted baseline loss `0.5 (v_s - V(x_s))^2`
-- weighted entropy, each a mean over the `[T, B]` steps.
+- weighted entropy, each a mean over the `[T, B]` steps (over the active ones where the unroll
+says which rows held an agent: a multi-agent env's absent agents are not learned from).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, NamedTuple
 
@@ -33,6 +35,7 @@ class Batch(NamedTuple):
     initial_state: LSTMState | None  # ([B, H], [B, H]) the core started obs[0] from
     final_obs: Any  # [K, ...] last observations of episodes truncated at final_index
     final_index: torch.Tensor  # [K, 2] int64 (t, b)
+    active: torch.Tensor | None = None  # [T, B] bool: the row held an agent (None: all did)
 
     @classmethod
     def from_unroll(cls, unroll: Unroll) -> Batch:
@@ -67,6 +70,7 @@ class Batch(NamedTuple):
             ),
             final_obs=map_tree(torch.from_numpy, unroll.final_obs),
             final_index=torch.from_numpy(unroll.final_index),
+            active=torch.from_numpy(extras["active"]) if "active" in extras else None,
         )
 
     def to(self, device: torch.device) -> Batch:
@@ -89,6 +93,7 @@ class Batch(NamedTuple):
             initial_state=None if state is None else (move(state[0]), move(state[1])),
             final_obs=map_tree(move, self.final_obs),
             final_index=move(self.final_index),
+            active=None if self.active is None else move(self.active),
         )
 
 
@@ -134,13 +139,18 @@ def impala_loss(net: IMPALANet, batch: Batch, config: IMPALAConfig) -> LossResul
         end_t=batch.terminated | batch.truncated,
     )
     advantages = targets.pg_advantages
+    mean = functools.partial(_mean, active=batch.active)
     if config.normalize_advantages:
         # One scale for the policy gradient whatever the reward scale, so the entropy weight
         # means the same on every game (the PPO practice; the paper does not do this).
-        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-    policy_loss = ops.vtrace_policy_gradient_loss(log_pi_a, advantages).mean()
-    value_loss = ops.value_loss(v_tm1, targets.vs).mean()
-    entropy = ops.categorical_entropy(logits).mean()
+        if batch.active is None:
+            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+        else:
+            centred = advantages - mean(advantages)
+            advantages = centred / (mean(centred.square()).sqrt() + 1e-8)
+    policy_loss = mean(ops.vtrace_policy_gradient_loss(log_pi_a, advantages))
+    value_loss = mean(ops.value_loss(v_tm1, targets.vs))
+    entropy = mean(ops.categorical_entropy(logits))
     loss = policy_loss + config.value_coef * value_loss - config.entropy_coef * entropy
     metrics = {
         "policy_loss": policy_loss.detach(),
@@ -151,6 +161,14 @@ def impala_loss(net: IMPALANet, batch: Batch, config: IMPALAConfig) -> LossResul
         "rho_clip_fraction": (log_rhos > math.log(config.rho_bar) + 1e-4).float().mean(),
     }
     return LossResult(loss, metrics, targets, log_rhos, v_tm1.detach(), v_t)
+
+
+def _mean(x: torch.Tensor, active: torch.Tensor | None) -> torch.Tensor:
+    """The mean of `x` `[T, B]` over the active steps (all without a mask; 0 if none is)."""
+    if active is None:
+        return x.mean()
+    weights = active.to(x.dtype)
+    return (x * weights).sum() / weights.sum().clamp_min(1.0)
 
 
 @torch.no_grad()

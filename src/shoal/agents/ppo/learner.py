@@ -59,12 +59,15 @@ class PPOLearner(NetworkLearner):
             advantages=advantages.flatten(),
             returns=returns.flatten(),
         )
+        if "active" in batch.extras:  # rows without an agent (multi-agent envs) teach nothing
+            keep = tensor(batch.extras["active"]).flatten().nonzero().squeeze(1)
+            data = Minibatch(*(map_tree(functools.partial(_rows, index=keep), f) for f in data))
         metrics = self._optimise(data, clip_eps)
         if net.obs_norm is not None:
             # After the update, so the epochs saw the normalisation the actor acted with.
             net.obs_norm.update(data.obs)
         self.version += 1
-        y, v = returns.flatten(), values[:-1].flatten()
+        y, v = data.returns, data.old_values
         metrics["explained_variance"] = float(1 - (y - v).var() / y.var().clamp_min(1e-8))
         metrics["learning_rate"] = learning_rate
         return Update(metrics)
@@ -72,6 +75,8 @@ class PPOLearner(NetworkLearner):
     def _optimise(self, data: Minibatch, clip_eps: float) -> dict[str, float]:
         config = self.config
         size = data.actions.shape[0]
+        if size == 0:  # no row held an agent
+            return {}
         mb = min(config.minibatch_size, size)  # a round that lost an actor is smaller
         sums: dict[str, float] = {}
         steps = 0
