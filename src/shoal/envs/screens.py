@@ -51,7 +51,7 @@ def make_screen_env(env_id: str, config: EnvConfig | None = None) -> ScreenEnv:
     source = resolve_env(env_id, config)
     if source.family == "atari":
         return _atari(make_env(env_id, config))
-    if source.family == "gymnasium":
+    if source.family in ("gymnasium", "minigrid"):  # ids gym.make takes (minigrid imported)
         env = _rgb_gymnasium(env_id, config)
     else:  # MinAtar, dm_env and a user's factory: the env renders as its maker set it up
         env = make_env(env_id, config)
@@ -96,7 +96,7 @@ def _rgb_gymnasium(env_id: str, config: EnvConfig) -> gym.Env:
             "Install what its renderer needs (classic control: pip install pygame).",
         ) from None
     # Made here, not by the registry's factory (for the render mode): converted as it converts.
-    return adapt_observations(env, config.image_layout)
+    return adapt_observations(env, config.image_layout, config.minigrid_image)
 
 
 def _checked_render(env: gym.Env, env_id: str) -> Callable[[], np.ndarray]:
