@@ -3,9 +3,9 @@
 For CartPole-v1, Atari Pong, MinAtar Breakout, MiniGrid DoorKey-5x5 (a Dict observation,
 its image one-hot) and dm_control cartpole-swingup (continuous actions): agent steps/s (and
 frames/s where a step is several emulator frames) of one env; of E envs stepped in-process,
-in worker processes (shared memory) and by envpool (one pool, and "x2": two pools of E/2 that the actor loop
-double-buffers, its shares taken of the larger raw figure); then shoal's actor loop
-(`UnrollCollector`, which assembles `[T, E]` unrolls) on the same vector env, with a fixed
+in worker processes (shared memory) and by envpool (one pool, and "x2": two pools of E/2 that
+the actor loop double-buffers, its shares taken of the larger raw figure); then shoal's actor
+loop (`UnrollCollector`, which assembles `[T, E]` unrolls) on the same vector env, with a fixed
 policy, as a fraction of the raw figure.
 Two fixed policies: "replay" returns pre-drawn random actions (the loop's own overhead), and
 "mlp" is a small torch network on the observation (what acting really costs).
@@ -58,7 +58,8 @@ class ReplayPolicy(Policy):
 
     def step(self, obs, state, inputs, mode):
         self.t = (self.t + 1) % len(self.actions)
-        return PolicyStep(self.actions[self.t][: len(obs)])
+        rows = len(next(iter(obs.values()))) if isinstance(obs, dict) else len(obs)
+        return PolicyStep(self.actions[self.t][:rows])
 
 
 class MLPPolicy(ReplayPolicy):

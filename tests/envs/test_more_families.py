@@ -290,3 +290,24 @@ def test_the_cli_exits_2_with_the_reason_and_no_traceback():
     )
     assert done.returncode == 2
     assert "no source release" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_dm_control_and_minigrid_ids_give_screens_for_videos(dm_control, minigrid):
+    from shoal.envs.screens import make_screen_env
+
+    for env_id in (SWINGUP, DOORKEY):
+        try:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", ".*mission", ShoalWarning)
+                screens = make_screen_env(env_id)
+        except EnvError as err:  # dm_control without an OpenGL backend: says what to set
+            assert "render" in str(err)
+            continue
+        try:
+            screens.env.reset(seed=0)
+            first = screens.screen().copy()
+            screens.env.step(screens.env.action_space.sample())
+            assert first.ndim == 3 and first.shape[2] == 3 and first.dtype == np.uint8
+            assert first.std() > 0 and screens.fps > 0
+        finally:
+            screens.close()

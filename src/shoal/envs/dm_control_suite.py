@@ -76,6 +76,8 @@ class _SuiteTask(gym.Wrapper):
     """A suite task with float32 actions in its bounds (cast to dm_control's float64) and
     observations made by `_observe`."""
 
+    render_mode = "rgb_array"  # what a person watches (`shoal play`): camera 0, 240 x 320
+
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
         raw = env.action_space
@@ -83,6 +85,15 @@ class _SuiteTask(gym.Wrapper):
         self.action_space = gym.spaces.Box(
             raw.low.astype(np.float32), raw.high.astype(np.float32), raw.shape, np.float32
         )
+        control_fps = 1.0 / float(self._task().control_timestep())
+        self.metadata = {"render_modes": ["rgb_array"], "render_fps": control_fps}
+
+    def _task(self):
+        # The adapter's dm_control env, which a seeded reset replaces: looked up each time.
+        return self.env.unwrapped.env
+
+    def render(self) -> np.ndarray:
+        return self._task().physics.render(240, 320, camera_id=0)
 
     def _observe(self, obs: Any) -> Any:
         raise NotImplementedError

@@ -53,7 +53,7 @@ def make_screen_env(env_id: str, config: EnvConfig | None = None) -> ScreenEnv:
         return _atari(make_env(env_id, config))
     if source.family in ("gymnasium", "minigrid"):  # ids gym.make takes (minigrid imported)
         env = _rgb_gymnasium(env_id, config)
-    else:  # MinAtar, dm_env and a user's factory: the env renders as its maker set it up
+    else:  # MinAtar, dm_control, dm_env, a user's factory: it renders as its maker set it up
         env = make_env(env_id, config)
         if env.render_mode != "rgb_array":
             env.close()

@@ -9,9 +9,11 @@ Checked with pip on CPython 3.11 (2026-11-26, `pip download --no-deps NAME`):
   games (`CoinrunHard-v0`, ...), but they need the system Qt 5 libraries, and shoal's envpool
   adapter serves Atari only.
 - Google Research Football (Kurach et al. 2020): `gfootball` 2.10.2 is a source release whose
-  C++ engine builds with CMake against SDL2, Boost and OpenGL development packages; it has no
-  wheel. envpool ships its scenarios (`gfootball/academy_empty_goal-v1`, ...), which shoal's
-  envpool adapter does not serve.
+  C++ engine builds with CMake against SDL2, Boost.Python and OpenGL development packages from
+  the system; it has no wheel, and `pip wheel gfootball` here stops first at a missing psutil
+  (its build script calls the system python3) and then at CMake's missing SDL2. Whether it
+  builds on 3.11 with those packages was not tried. envpool ships its scenarios
+  (`gfootball/academy_empty_goal-v1`, ...), which shoal's envpool adapter does not serve.
 - Habitat (Savva et al. 2019): `habitat-sim`, the simulator, is not on PyPI (conda or a source
   build); `habitat-lab` installs but pins numpy 1.26.4 and gym < 0.23.1, against shoal's
   numpy 2 and Gymnasium 1.x.
@@ -61,10 +63,12 @@ UNAVAILABLE_FAMILIES = (
         "Google Research Football",
         "gfootball",
         ("gfootball:", "gfootball/", "gfootball-"),
-        "gfootball 2.10.2 has no wheel: pip builds its C++ engine from source with CMake, "
-        "which needs SDL2, Boost and OpenGL development packages and has not been kept up for "
-        "current compilers and Python. envpool ships its scenarios (gfootball/"
-        "academy_empty_goal-v1, ...), which shoal's envpool adapter does not serve yet.",
+        "gfootball 2.10.2 (January 2022, its last release) has no wheel, so pip alone cannot "
+        "install it: its C++ engine builds from source with CMake against SDL2, Boost.Python "
+        "and OpenGL development packages from the system (apt), and without them the build "
+        "stops at CMake (`Could not find ... SDL2`). envpool ships its scenarios "
+        "(gfootball/academy_empty_goal-v1, ...), which shoal's envpool adapter does not serve "
+        "yet.",
     ),
     UnavailableFamily(
         "Habitat",
@@ -88,7 +92,7 @@ def check_unavailable(env_id: str) -> None:
             return  # installed after all (an older Python, a source build): not ours to refuse
         raise EnvError(
             f"{env_id!r} is a {family.name} id, and shoal cannot serve {family.name} on current "
-            f"Python: {family.reason} Run it in its own environment (an older Python, or the "
-            "project's Docker image) and give shoal a 'package.module:function' factory there, "
-            "or see `shoal envs` for the families shoal serves."
+            f"Python: {family.reason} Run it where it installs (its own environment or "
+            "container) with a 'package.module:function' factory that makes it, or see "
+            "`shoal envs` for the families shoal serves."
         )
