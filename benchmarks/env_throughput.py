@@ -123,11 +123,12 @@ def single_env(env_id: str, config: EnvConfig, seconds: float) -> float:
     return rate
 
 
-def backends(env_id: str) -> list[tuple[str, EnvConfig]]:
-    found = [
-        ("in-process", EnvConfig(backend="gymnasium")),
-        ("subprocess", EnvConfig(backend="gymnasium", vector="subprocess", num_workers=2)),
-    ]
+def backends(env_id: str, spec: EnvSpec) -> list[tuple[str, EnvConfig]]:
+    found = [("in-process", EnvConfig(backend="gymnasium"))]
+    if not spec.dict_obs:  # worker processes share Box observations only
+        found.append(
+            ("subprocess", EnvConfig(backend="gymnasium", vector="subprocess", num_workers=2))
+        )
     if resolve_env(env_id).family == "atari" and resolve_env(env_id).backend == "envpool":
         found.append(("envpool", EnvConfig(backend="envpool", double_buffer=False)))
         # Two pools of E/2 stepping in turn; its shares are of the one-pool raw figure above.
@@ -163,7 +164,7 @@ def main() -> None:
             + (f"   ({one * frames:,.0f} frames/s)" if frames > 1 else "")
         )
         one_pool_raw = 0.0
-        for name, config in backends(env_id):
+        for name, config in backends(env_id, spec):
             vector = make_vector_env(resolve_env(env_id, config), spec, config, args.envs, 0)
             try:
                 raw = raw_vector(vector, args.seconds)

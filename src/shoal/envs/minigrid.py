@@ -55,8 +55,11 @@ def make_minigrid(env_id: str) -> gym.Env:
 
 
 def is_minigrid_space(space: gym.spaces.Space) -> bool:
-    """MiniGrid's observation space: a Dict of an index `image` `(V, V, 3)` uint8, a
-    `direction` Discrete(4) and a text `mission`."""
+    """MiniGrid's observation space: a Dict of an index `image` `(V, V, 3)` uint8 with V odd
+    (the agent's view), a `direction` Discrete(4) and a text `mission`. MiniGrid's RGB wrappers
+    (pixels, V a multiple of the tile size) are left to be read as screens; a fully observed
+    grid (`FullyObsWrapper`) holds the agent's direction (0-3) in its cell's state channel,
+    which `MiniGridIndices` refuses as out of range."""
     from shoal.envs.observations import is_text_space
 
     if not isinstance(space, gym.spaces.Dict) or not {"image", "direction", "mission"} <= set(
@@ -69,6 +72,7 @@ def is_minigrid_space(space: gym.spaces.Space) -> bool:
         and image.dtype == np.uint8
         and len(image.shape) == 3
         and image.shape[0] == image.shape[1]
+        and image.shape[0] % 2 == 1  # the agent's view is odd; RGB wrappers' pixels (56) not
         and image.shape[2] == 3
         and isinstance(direction, gym.spaces.Discrete)
         and int(direction.n) == 4
