@@ -2,8 +2,8 @@
 
 Each task is a `dm_env.Environment`, served through shoal's dm_env adapter
 (`DmEnvToGymnasium`), which maps dm_control's time limit (a LAST step with discount 1) to
-Gymnasium's `truncated`. Seeding builds the task again with `task_kwargs={"random": seed}`,
-dm_control's own seed, whenever `reset` is given a new one.
+Gymnasium's `truncated`. A seeded `reset` seeds the task's random state in place, as
+`task_kwargs={"random": seed}` (dm_control's own seed) would.
 
 Observations are state by default: the task's dict of arrays (cartpole: position (3,),
 velocity (2,)) flattened in the task's order into one float32 vector, as is usual for
@@ -89,8 +89,7 @@ class _SuiteTask(gym.Wrapper):
         self.metadata = {"render_modes": ["rgb_array"], "render_fps": control_fps}
 
     def _task(self):
-        # The adapter's dm_control env, which a seeded reset replaces: looked up each time.
-        return self.env.unwrapped.env
+        return self.env.unwrapped.env  # the adapter's dm_control env
 
     def render(self) -> np.ndarray:
         return self._task().physics.render(240, 320, camera_id=0)
@@ -99,6 +98,10 @@ class _SuiteTask(gym.Wrapper):
         raise NotImplementedError
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        if seed is not None:
+            # In place, as `suite.load(task_kwargs={"random": seed})` would seed it: cheaper
+            # than building the task again, and a pixel task keeps its rendering context.
+            self._task().task.random.seed(seed)
         obs, info = self.env.reset(seed=seed, options=options)
         return self._observe(obs), info
 
@@ -153,11 +156,8 @@ def make_dm_control(domain: str, task: str, pixels: bool = False, size: int = 84
     """The Gymnasium env of one suite task (module docstring), seeded by its `reset`."""
     from shoal.envs.dm_env_adapter import DmEnvToGymnasium
 
-    def seeded(seed: int):
-        return _load(domain, task, seed, pixels, size)
-
     try:
-        adapted = DmEnvToGymnasium(seeded(0), make_seeded=seeded)
+        adapted = DmEnvToGymnasium(_load(domain, task, 0, pixels, size))
     except EnvError:
         raise
     except Exception as err:  # an OpenGL backend that cannot render, mostly

@@ -27,11 +27,10 @@ def suite_source(env_id: str, config: EnvConfig):  # -> EnvSource | None
 
     if env_id not in gym.envs.registry:  # a user's registration of such an id is theirs
         check_unavailable(env_id)
-
     if env_id.startswith(DM_CONTROL_PREFIX):
         return _dm_control_source(env_id, config)
     if env_id.startswith(MINIGRID_PREFIXES):
-        return _minigrid_source(env_id, config)
+        return _minigrid_source(env_id)
     return None
 
 
@@ -46,7 +45,7 @@ def _dm_control_source(env_id: str, config: EnvConfig):
     return EnvSource(env_id, "dm_control", "dm_control", factory)
 
 
-def _minigrid_source(env_id: str, config: EnvConfig):
+def _minigrid_source(env_id: str):  # its image is converted by observations.py, per config
     from shoal.envs.minigrid import make_minigrid, minigrid_ids
     from shoal.envs.registry import EnvSource
     from shoal.errors import close_matches
