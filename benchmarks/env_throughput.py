@@ -1,10 +1,11 @@
 """Raw environment throughput per backend, and shoal's actor loop as a fraction of it.
 
-For CartPole-v1, Atari Pong and MinAtar Breakout: agent steps/s (and frames/s where a step is
-several emulator frames) of one env; of E envs stepped in-process, in worker processes
-(shared memory) and by envpool (one pool, and "x2": two pools of E/2 that the actor loop
-double-buffers, its shares taken of the larger raw figure); then shoal's actor loop
-(`UnrollCollector`, which assembles `[T, E]` unrolls) on the same vector env, with a fixed
+For CartPole-v1, Atari Pong, MinAtar Breakout, MiniGrid DoorKey-5x5 (a Dict observation,
+its image one-hot) and dm_control cartpole-swingup (continuous actions): agent steps/s (and
+frames/s where a step is several emulator frames) of one env; of E envs stepped in-process,
+in worker processes (shared memory) and by envpool (one pool, and "x2": two pools of E/2 that
+the actor loop double-buffers, its shares taken of the larger raw figure); then shoal's actor
+loop (`UnrollCollector`, which assembles `[T, E]` unrolls) on the same vector env, with a fixed
 policy, as a fraction of the raw figure.
 Two fixed policies: "replay" returns pre-drawn random actions (the loop's own overhead), and
 "mlp" is a small torch network on the observation (what acting really costs).
@@ -31,36 +32,57 @@ from shoal.runtime.rows import Acting
 UNROLL = 32
 
 
+def random_actions(spec: EnvSpec, count: int, num_envs: int) -> np.ndarray:
+    """`[count, num_envs, ...]` uniform random actions: indices, or values in a Box's bounds."""
+    rng = np.random.default_rng(0)
+    if spec.discrete:
+        return rng.integers(0, spec.num_actions, (count, num_envs))
+    box = spec.action_space
+    shape = (count, num_envs, *box.shape)
+    return rng.uniform(box.low, box.high, shape).astype(box.dtype)
+
+
+def flat_obs(obs) -> torch.Tensor:
+    """`[n, features]` of a Box batch or of a Dict batch's entries side by side."""
+    parts = [obs[k] for k in sorted(obs)] if isinstance(obs, dict) else [obs]
+    return torch.cat([torch.from_numpy(p).float().flatten(1) for p in parts], 1)
+
+
 class ReplayPolicy(Policy):
     """Returns pre-drawn random actions: measures the actor loop, not a network."""
 
     def __init__(self, spec: EnvSpec, num_envs: int) -> None:
-        rng = np.random.default_rng(0)
         self.spec = spec
-        self.actions = rng.integers(0, spec.num_actions, (1024, num_envs))
+        self.actions = random_actions(spec, 1024, num_envs)
         self.t = 0
 
     def step(self, obs, state, inputs, mode):
         self.t = (self.t + 1) % len(self.actions)
-        return PolicyStep(self.actions[self.t][: len(obs)])
+        rows = len(next(iter(obs.values()))) if isinstance(obs, dict) else len(obs)
+        return PolicyStep(self.actions[self.t][:rows])
 
 
 class MLPPolicy(ReplayPolicy):
-    """A small fixed torch network: Linear(obs, 64) - tanh - Linear(64, actions), argmax."""
+    """A small fixed torch network on the flattened observation: Linear(obs, 64) - tanh -
+    Linear(64, actions), then argmax (Discrete) or tanh (Box, whose bounds are [-1, 1] here)."""
 
     def __init__(self, spec: EnvSpec, num_envs: int) -> None:
         super().__init__(spec, num_envs)
-        inputs = math.prod(spec.obs_shape)
+        boxes = spec.obs_boxes
+        boxes = boxes.values() if isinstance(boxes, dict) else [boxes]
+        inputs = sum(math.prod(box.shape) for box in boxes)
+        outputs = spec.num_actions if spec.discrete else math.prod(spec.action_shape)
         self.net = torch.nn.Sequential(
-            torch.nn.Flatten(),
-            torch.nn.Linear(inputs, 64),
-            torch.nn.Tanh(),
-            torch.nn.Linear(64, spec.num_actions),
+            torch.nn.Linear(inputs, 64), torch.nn.Tanh(), torch.nn.Linear(64, outputs)
         )
 
     @torch.inference_mode()
     def step(self, obs, state, inputs, mode):
-        return PolicyStep(self.net(torch.from_numpy(obs).float()).argmax(-1).numpy())
+        out = self.net(flat_obs(obs))
+        if self.spec.discrete:
+            return PolicyStep(out.argmax(-1).numpy())
+        action = torch.tanh(out).reshape(-1, *self.spec.action_shape)
+        return PolicyStep(action.numpy().astype(self.spec.action_dtype))
 
 
 def _timed(step, seconds: float) -> float:
@@ -75,12 +97,10 @@ def _timed(step, seconds: float) -> float:
 
 
 def raw_vector(vector, seconds: float) -> float:
-    rng = np.random.default_rng(0)
-    n = vector.spec.num_actions
+    actions = random_actions(vector.spec, 1024, vector.num_envs)
+    t = iter(range(1 << 62))
     vector.reset()
-    return vector.num_envs * _timed(
-        lambda: vector.step(rng.integers(0, n, vector.num_envs)), seconds
-    )
+    return vector.num_envs * _timed(lambda: vector.step(actions[next(t) % 1024]), seconds)
 
 
 def actor_loop(vector, policy, seconds: float) -> float:
@@ -91,10 +111,10 @@ def actor_loop(vector, policy, seconds: float) -> float:
 def single_env(env_id: str, config: EnvConfig, seconds: float) -> float:
     env = resolve_env(env_id, config).factory()
     env.reset(seed=0)
-    rng = np.random.default_rng(0)
+    env.action_space.seed(0)
 
     def step():
-        _, _, terminated, truncated, _ = env.step(int(rng.integers(env.action_space.n)))
+        _, _, terminated, truncated, _ = env.step(env.action_space.sample())
         if terminated or truncated:
             env.reset()
 
@@ -103,11 +123,12 @@ def single_env(env_id: str, config: EnvConfig, seconds: float) -> float:
     return rate
 
 
-def backends(env_id: str) -> list[tuple[str, EnvConfig]]:
-    found = [
-        ("in-process", EnvConfig(backend="gymnasium")),
-        ("subprocess", EnvConfig(backend="gymnasium", vector="subprocess", num_workers=2)),
-    ]
+def backends(env_id: str, spec: EnvSpec) -> list[tuple[str, EnvConfig]]:
+    found = [("in-process", EnvConfig(backend="gymnasium"))]
+    if not spec.dict_obs:  # worker processes share Box observations only
+        found.append(
+            ("subprocess", EnvConfig(backend="gymnasium", vector="subprocess", num_workers=2))
+        )
     if resolve_env(env_id).family == "atari" and resolve_env(env_id).backend == "envpool":
         found.append(("envpool", EnvConfig(backend="envpool", double_buffer=False)))
         # Two pools of E/2 stepping in turn; its shares are of the one-pool raw figure above.
@@ -119,7 +140,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--envs", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=3.0)
-    parser.add_argument("--ids", default="CartPole-v1,ALE/Pong-v5,minatar:breakout")
+    parser.add_argument(
+        "--ids",
+        default="CartPole-v1,ALE/Pong-v5,minatar:breakout,MiniGrid-DoorKey-5x5-v0,"
+        "dm_control:cartpole-swingup",
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(
@@ -127,7 +152,7 @@ def main() -> None:
         "steps are agent steps (Pong: 4 frames each)"
     )
     print(
-        f"{'env':<18}{'backend':<12}{'raw steps/s':>12}{'loop replay':>13}{'%':>6}"
+        f"{'env':<28}{'backend':<12}{'raw steps/s':>12}{'loop replay':>13}{'%':>6}"
         f"{'loop mlp':>11}{'%':>6}"
     )
     for env_id in args.ids.split(","):
@@ -135,11 +160,11 @@ def main() -> None:
         frames = spec.frames_per_step
         one = single_env(env_id, EnvConfig(backend="gymnasium"), args.seconds)
         print(
-            f"{env_id:<18}{'single env':<12}{one:>12,.0f}"
+            f"{env_id:<28}{'single env':<12}{one:>12,.0f}"
             + (f"   ({one * frames:,.0f} frames/s)" if frames > 1 else "")
         )
         one_pool_raw = 0.0
-        for name, config in backends(env_id):
+        for name, config in backends(env_id, spec):
             vector = make_vector_env(resolve_env(env_id, config), spec, config, args.envs, 0)
             try:
                 raw = raw_vector(vector, args.seconds)
@@ -152,7 +177,7 @@ def main() -> None:
             finally:
                 vector.close()
             print(
-                f"{'':<18}{name:<12}{raw:>12,.0f}{replay:>13,.0f}{100 * replay / raw:>5.0f}%"
+                f"{'':<28}{name:<12}{raw:>12,.0f}{replay:>13,.0f}{100 * replay / raw:>5.0f}%"
                 f"{mlp:>11,.0f}{100 * mlp / raw:>5.0f}%"
                 + (f"   (raw {raw * frames:,.0f} frames/s)" if frames > 1 else "")
             )

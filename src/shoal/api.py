@@ -581,7 +581,8 @@ class LoadedPolicy:
         raw = self.spec.raw_observation_space
         if raw is not None:
             try:
-                obs = ObservationConversion(raw, self.env_config.image_layout)(obs)
+                config = self.env_config
+                obs = ObservationConversion(raw, config.image_layout, config.minigrid_image)(obs)
             except ValueError as err:
                 raise ShoalError(
                     f"{caller} takes observations as {self.env_id} returns them, or a batch of "

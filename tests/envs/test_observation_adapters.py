@@ -234,7 +234,8 @@ def test_ppo_trains_on_minigrid_and_acts_on_what_minigrid_returns(minigrid_run, 
     with pytest.warns(ShoalWarning, match="mission"):
         policy = shoal.load(minigrid_run.run_dir, trust_run=True)
     image_torso = policy.net.policy_torso.torsos[policy.net.policy_torso.keys.index("image")]
-    assert image_torso.layers[0].in_channels == 3  # the image's 3 channels, not its 7 rows
+    # MiniGrid's 3 index channels as 20 one-hot planes (11 objects, 6 colours, 3 states).
+    assert image_torso.layers[0].in_channels == 20
     env = gym.make(MINIGRID)
     obs, _ = env.reset(seed=1)
     action, state = policy.predict(obs)
@@ -266,6 +267,6 @@ def test_videos_of_minigrid_see_the_space_the_policy_was_trained_on():
     try:
         assert screens.env.observation_space == spec.observation_space
         obs, _ = screens.env.reset(seed=0)
-        assert obs["image"].shape == (3, 7, 7) and screens.screen().ndim == 3
+        assert obs["image"].shape == (20, 7, 7) and screens.screen().ndim == 3
     finally:
         screens.close()

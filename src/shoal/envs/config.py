@@ -41,12 +41,25 @@ class EnvConfig:
     agent_id: bool = param(
         False, "PettingZoo: give each agent's observation a one-hot of which agent it is."
     )
+    minigrid_image: Literal["one_hot", "scaled"] = param(
+        "one_hot",
+        "MiniGrid: its (V, V, 3) object/colour/state indices as 20 one-hot planes, or each "
+        "index divided by its largest value.",
+    )
+    dm_control_pixels: bool = param(
+        False, "dm_control: observe the rendered frame (camera 0) instead of the state vector."
+    )
+    dm_control_pixel_size: int = param(84, "dm_control: height and width of rendered frames.")
 
     def __post_init__(self) -> None:
         if self.num_workers is not None and self.num_workers <= 0:
             raise ValueError(f"num_workers must be > 0, got {self.num_workers}.")
         if self.noop_max < 0 or self.max_frames <= 0:
             raise ValueError("noop_max must be >= 0 and max_frames > 0.")
+        if self.dm_control_pixel_size <= 0:
+            raise ValueError(
+                f"dm_control_pixel_size must be > 0, got {self.dm_control_pixel_size}."
+            )
         if not 0.0 <= self.minatar_sticky_prob < 1.0:
             raise ValueError(
                 f"minatar_sticky_prob must be in [0, 1), got {self.minatar_sticky_prob}."

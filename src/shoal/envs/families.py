@@ -10,6 +10,7 @@ from shoal.config import describe
 from shoal.envs.config import EnvConfig
 from shoal.envs.minatar_games import MINATAR_GAMES
 from shoal.envs.registry import env_spec, resolve_env
+from shoal.envs.unavailable import UNAVAILABLE_FAMILIES
 
 
 def _installed(module: str) -> bool:
@@ -34,7 +35,15 @@ def describe_families() -> str:
         "  pettingzoo  pettingzoo:<module> (e.g. pettingzoo:mpe.simple_spread_v3, "
         "pettingzoo:butterfly.pistonball_v6): each agent a row of the batch; "
         f"pettingzoo {_state('pettingzoo', 'pettingzoo')}; mpe2 {_state('mpe2', 'pettingzoo')}",
+        *_dm_control_lines(),
+        f"  minigrid    MiniGrid-<...>, BabyAI-<...> ids (its image as one-hot planes, the text "
+        f"mission dropped); {_state('minigrid', 'minigrid')}",
+        "  mujoco      Gymnasium's v5 tasks (Hopper-v5, HalfCheetah-v5, Walker2d-v5, Ant-v5, "
+        f"Humanoid-v5, ...); {_state('mujoco', 'mujoco')}",
         "  factory     'package.module:function' returning a gymnasium.Env",
+        "",
+        "families shoal cannot serve on current Python (an id of theirs says why):",
+        *(f"  {family.name}" for family in UNAVAILABLE_FAMILIES),
         "",
         "environment settings (--env.FIELD VALUE, or env_config: in a config file):",
     ]
@@ -42,6 +51,22 @@ def describe_families() -> str:
         lines.append(f"  {name:<22} {type_name:<28} {default!s:<8} {doc}")
     lines.append("\n`shoal envs ID` shows an id's spaces and the backend that serves it.")
     return "\n".join(lines)
+
+
+def _dm_control_lines() -> list[str]:
+    head = "  dm_control  dm_control:DOMAIN-TASK, state vectors (pixels: --env.dm-control-pixels)"
+    if not _installed("dm_control"):
+        return [f"{head}; not installed: pip install 'shoal[dm_control]'"]
+    from shoal.envs.dm_control_suite import dm_control_tasks
+
+    tasks = dm_control_tasks()
+    lines, line = [f"{head}; installed, {len(tasks)} tasks:"], "   "
+    for task in tasks:  # wrapped to the width of the rest
+        if len(line) + len(task) > 96:
+            lines.append(line)
+            line = "   "
+        line += f" dm_control:{task}"
+    return [*lines, line]
 
 
 def describe_env(env_id: str, config: EnvConfig) -> str:

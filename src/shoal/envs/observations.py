@@ -15,6 +15,9 @@ evaluator, videos and `shoal.load(...).predict` see one converted space. What is
 - Text entries of a Dict (and other spaces of strings, such as MiniGrid's `MissionSpace`):
   dropped, since the networks take numbers; the registry warns in one line when it reads the
   spec;
+- MiniGrid's index image (`shoal.envs.minigrid`, recognised by its Dict of image, direction
+  and mission): one-hot planes per object, colour and state (or the indices scaled to [0, 1],
+  `minigrid_image="scaled"`), channels-first float32;
 - a Dict: each entry by these rules. Other spaces (Tuple, nested Dicts) are left as they are,
   for `EnvSpec` to refuse with its advice.
 
@@ -32,6 +35,7 @@ from typing import Any, Literal
 import gymnasium as gym
 import numpy as np
 
+from shoal.envs.minigrid import MiniGridImageMode, MiniGridIndices, is_minigrid_space
 from shoal.errors import EnvError
 
 __all__ = [
@@ -127,11 +131,18 @@ class ObservationConversion:
     and `changes` whether anything is converted. Calling it converts one observation or a
     batch, raising ValueError for one that does not fit `raw_space`."""
 
-    def __init__(self, raw_space: gym.spaces.Space, image_layout: ImageLayout = "auto") -> None:
+    def __init__(
+        self,
+        raw_space: gym.spaces.Space,
+        image_layout: ImageLayout = "auto",
+        minigrid_image: MiniGridImageMode = "one_hot",
+    ) -> None:
         self.raw_space = raw_space
         self.dropped: tuple[str, ...] = ()
         if isinstance(raw_space, gym.spaces.Dict):
             entries = {k: _entry(s, image_layout, repr(k)) for k, s in raw_space.spaces.items()}
+            if is_minigrid_space(raw_space):
+                entries["image"] = MiniGridIndices(raw_space["image"], minigrid_image)
             self.dropped = tuple(k for k, entry in entries.items() if entry is None)
             self._entries = {k: entry for k, entry in entries.items() if entry is not None}
             if not self._entries:
@@ -183,21 +194,30 @@ class ObservationConversion:
 class ConvertedObservations(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
     """`env` with its observations converted by `conversion` (whose `raw_space` is the env's)."""
 
-    def __init__(self, env: gym.Env, image_layout: ImageLayout = "auto") -> None:
+    def __init__(
+        self,
+        env: gym.Env,
+        image_layout: ImageLayout = "auto",
+        minigrid_image: MiniGridImageMode = "one_hot",
+    ) -> None:
         # Recorded, so Gymnasium can make the wrapper again from the env's spec (its checker does).
-        gym.utils.RecordConstructorArgs.__init__(self, image_layout=image_layout)
+        gym.utils.RecordConstructorArgs.__init__(
+            self, image_layout=image_layout, minigrid_image=minigrid_image
+        )
         super().__init__(env)
-        self.conversion = ObservationConversion(env.observation_space, image_layout)
+        self.conversion = ObservationConversion(env.observation_space, image_layout, minigrid_image)
         self.observation_space = self.conversion.space
 
     def observation(self, observation: Any) -> Any:
         return self.conversion(observation)
 
 
-def adapt_observations(env: gym.Env, image_layout: ImageLayout = "auto") -> gym.Env:
+def adapt_observations(
+    env: gym.Env, image_layout: ImageLayout = "auto", minigrid_image: MiniGridImageMode = "one_hot"
+) -> gym.Env:
     """`env` with observations shoal's networks take: wrapped in `ConvertedObservations` if
     its space needs converting, else `env` itself."""
-    adapted = ConvertedObservations(env, image_layout)
+    adapted = ConvertedObservations(env, image_layout, minigrid_image)
     return adapted if adapted.conversion.changes else env
 
 

@@ -54,22 +54,25 @@ class EnvSource:
     """How `env_id` is built: its family, the backend that steps it and a factory for one env."""
 
     env_id: str
-    family: str  # "gymnasium" | "atari" | "minatar" | "pettingzoo" | "factory"
-    backend: str  # "gymnasium" | "ale-py" | "envpool" | "minatar" | "factory"
+    # "gymnasium" | "atari" | "minatar" | "dm_control" | "minigrid" | "pettingzoo" | "factory"
+    family: str
+    backend: str  # the family's, or "ale-py" | "envpool" for Atari
     factory: EnvFactory
     frames_per_step: int = 1
     like: str | None = None  # an env object's registered id, whose presets apply to it
     num_envs: int | None = None  # a vector env object's number of envs
 
 
-def _adapted_env(make: EnvFactory, image_layout: ImageLayout) -> gym.Env:
-    return adapt_observations(make(), image_layout)
+def _adapted_env(make: EnvFactory, image_layout: ImageLayout, minigrid_image: str) -> gym.Env:
+    return adapt_observations(make(), image_layout, minigrid_image)  # type: ignore[arg-type]
 
 
 def _adapted(source: EnvSource, config: EnvConfig) -> EnvSource:
     if source.family == "pettingzoo":  # converts each agent's observations itself
         return source
-    factory = functools.partial(_adapted_env, source.factory, config.image_layout)
+    factory = functools.partial(
+        _adapted_env, source.factory, config.image_layout, config.minigrid_image
+    )
     return dataclasses.replace(source, factory=factory)
 
 
@@ -239,6 +242,11 @@ def _resolve(env_id: str, config: EnvConfig) -> EnvSource:
             raise EnvError(
                 f"Cannot import --env.import-module {config.import_module!r}: {err}"
             ) from None
+    from shoal.envs.suites import suite_source
+
+    suite = suite_source(env_id, config)
+    if suite is not None:
+        return suite
     if env_id.startswith(MINATAR_PREFIX):
         from shoal.envs.minatar_games import MINATAR_GAMES
 

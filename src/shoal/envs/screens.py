@@ -53,9 +53,9 @@ def make_screen_env(env_id: str, config: EnvConfig | None = None) -> ScreenEnv:
         return _atari(make_env(env_id, config))
     if source.family == "pettingzoo":
         raise cannot_render(env_id, "is a game of many agents, which shoal does not record yet", "")
-    if source.family == "gymnasium":
+    if source.family in ("gymnasium", "minigrid"):  # ids gym.make takes (minigrid imported)
         env = _rgb_gymnasium(env_id, config)
-    else:  # MinAtar, dm_env and a user's factory: the env renders as its maker set it up
+    else:  # MinAtar, dm_control, dm_env, a user's factory: it renders as its maker set it up
         env = make_env(env_id, config)
         if env.render_mode != "rgb_array":
             env.close()
@@ -98,7 +98,7 @@ def _rgb_gymnasium(env_id: str, config: EnvConfig) -> gym.Env:
             "Install what its renderer needs (classic control: pip install pygame).",
         ) from None
     # Made here, not by the registry's factory (for the render mode): converted as it converts.
-    return adapt_observations(env, config.image_layout)
+    return adapt_observations(env, config.image_layout, config.minigrid_image)
 
 
 def _checked_render(env: gym.Env, env_id: str) -> Callable[[], np.ndarray]:
