@@ -6,6 +6,8 @@ Ids:
 - Atari ids `ALE/Pong-v5` and `PongNoFrameskip-v4`, with the standard preprocessing
   (`shoal.envs.atari`), served by envpool when installed (backend "auto") or by ale-py;
 - `minatar:<game>` (`minatar:breakout`, ...);
+- `vizdoom:<scenario>` (`vizdoom:basic`, ..., or `vizdoom:PATH.cfg`), with Sample Factory's
+  preprocessing (`shoal.envs.vizdoom`);
 - `package.module:function`, a function returning a `gymnasium.Env` or a `dm_env.Environment`
   (adapted to Gymnasium), called with no argument or, if it takes one, with the env copy's seed.
 
@@ -28,6 +30,7 @@ import copy
 import dataclasses
 import functools
 import importlib
+import importlib.util
 import inspect
 import os
 import warnings
@@ -44,6 +47,7 @@ from shoal.errors import EnvError, ShoalWarning, close_matches
 
 EnvFactory = Callable[[], gym.Env]
 MINATAR_PREFIX = "minatar:"
+VIZDOOM_PREFIX = "vizdoom:"
 
 
 @dataclass(frozen=True)
@@ -51,8 +55,8 @@ class EnvSource:
     """How `env_id` is built: its family, the backend that steps it and a factory for one env."""
 
     env_id: str
-    family: str  # "gymnasium" | "atari" | "minatar" | "factory"
-    backend: str  # "gymnasium" | "ale-py" | "envpool" | "minatar" | "factory"
+    family: str  # "gymnasium" | "atari" | "minatar" | "vizdoom" | "factory"
+    backend: str  # "gymnasium" | "ale-py" | "envpool" | "minatar" | "vizdoom" | "factory"
     factory: EnvFactory
     frames_per_step: int = 1
     like: str | None = None  # an env object's registered id, whose presets apply to it
@@ -82,6 +86,35 @@ def _minatar_env(game: str, sticky_action_prob: float) -> gym.Env:
     from shoal.envs.minatar import make_minatar
 
     return make_minatar(game, sticky_action_prob=sticky_action_prob)
+
+
+def _vizdoom_env(scenario: str, config: EnvConfig) -> gym.Env:
+    from shoal.envs.vizdoom import make_vizdoom
+
+    return make_vizdoom(
+        scenario,
+        frame_skip=config.vizdoom_frame_skip,
+        width=config.vizdoom_width,
+        height=config.vizdoom_height,
+        grey=config.vizdoom_grey,
+        game_variables=config.vizdoom_game_variables,
+        max_buttons=config.vizdoom_max_buttons,
+        scenario_dir=config.vizdoom_scenario_dir,
+    )
+
+
+def _vizdoom_source(env_id: str, config: EnvConfig) -> EnvSource:
+    if importlib.util.find_spec("vizdoom") is None:
+        raise EnvError(
+            f"{env_id} is a ViZDoom scenario, and vizdoom is not installed. Install the ViZDoom "
+            "extra: pip install 'shoal[vizdoom]'."
+        )
+    from shoal.envs.vizdoom import scenario_config_path
+
+    scenario = env_id[len(VIZDOOM_PREFIX) :]
+    scenario_config_path(scenario, config.vizdoom_scenario_dir)  # fail now, not in a worker
+    factory = functools.partial(_vizdoom_env, scenario, config)
+    return EnvSource(env_id, "vizdoom", "vizdoom", factory, config.vizdoom_frame_skip)
 
 
 def _factory_env(path: str) -> gym.Env:
@@ -216,8 +249,13 @@ def _known_ids() -> list[str]:
     except ImportError:
         pass
     from shoal.envs.minatar_games import MINATAR_GAMES
+    from shoal.envs.vizdoom import SCENARIOS
 
-    return ids + [MINATAR_PREFIX + game for game in MINATAR_GAMES]
+    return (
+        ids
+        + [MINATAR_PREFIX + game for game in MINATAR_GAMES]
+        + [VIZDOOM_PREFIX + name for name in SCENARIOS]
+    )
 
 
 def resolve_env(env_id: str, config: EnvConfig | None = None) -> EnvSource:
@@ -246,6 +284,8 @@ def _resolve(env_id: str, config: EnvConfig) -> EnvSource:
             )
         factory = functools.partial(_minatar_env, game, config.minatar_sticky_prob)
         return EnvSource(env_id, "minatar", "minatar", factory)
+    if env_id.startswith(VIZDOOM_PREFIX):
+        return _vizdoom_source(env_id, config)
     from shoal.envs.atari_ids import is_atari_id
 
     if is_atari_id(env_id):
