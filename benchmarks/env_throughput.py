@@ -1,14 +1,17 @@
 """Raw environment throughput per backend, and shoal's actor loop as a fraction of it.
 
-For CartPole-v1, Atari Pong, MinAtar Breakout, MiniGrid DoorKey-5x5 (a Dict observation,
-its image one-hot) and dm_control cartpole-swingup (continuous actions): agent steps/s (and
-frames/s where a step is several emulator frames) of one env; of E envs stepped in-process,
-in worker processes (shared memory) and by envpool (one pool, and "x2": two pools of E/2 that
-the actor loop double-buffers, its shares taken of the larger raw figure); then shoal's actor
-loop (`UnrollCollector`, which assembles `[T, E]` unrolls) on the same vector env, with a fixed
-policy, as a fraction of the raw figure.
+For CartPole-v1, Atari Pong, MinAtar Breakout, ViZDoom basic, MiniGrid DoorKey-5x5 (a Dict
+observation, its image one-hot) and dm_control cartpole-swingup (continuous actions): agent
+steps/s (and frames/s where a step is several emulator frames) of one env; of E envs stepped
+in-process, in worker processes (shared memory) and by envpool (one pool, and "x2": two pools of
+E/2 that the actor loop double-buffers, its shares taken of the larger raw figure); then shoal's
+actor loop (`UnrollCollector`, which assembles `[T, E]` unrolls) on the same vector env, with a
+fixed policy, as a fraction of the raw figure.
 Two fixed policies: "replay" returns pre-drawn random actions (the loop's own overhead), and
 "mlp" is a small torch network on the observation (what acting really costs).
+
+ViZDoom runs each game in a process of its own (the vizdoom engine), which the Python env
+talks to; "subprocess" moves the Python side into shoal's workers too.
 
     python benchmarks/env_throughput.py [--envs 8] [--seconds 3] [--ids CartPole-v1,...]
 """
@@ -142,14 +145,14 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument(
         "--ids",
-        default="CartPole-v1,ALE/Pong-v5,minatar:breakout,MiniGrid-DoorKey-5x5-v0,"
-        "dm_control:cartpole-swingup",
+        default="CartPole-v1,ALE/Pong-v5,minatar:breakout,vizdoom:basic,"
+        "MiniGrid-DoorKey-5x5-v0,dm_control:cartpole-swingup",
     )
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(
         f"{args.envs} envs per vector, unrolls of {UNROLL}, {args.seconds:g} s per figure; "
-        "steps are agent steps (Pong: 4 frames each)"
+        "steps are agent steps (Pong and ViZDoom: 4 frames each)"
     )
     print(
         f"{'env':<28}{'backend':<12}{'raw steps/s':>12}{'loop replay':>13}{'%':>6}"

@@ -129,7 +129,7 @@ def new_run_dir(resolved: Resolved) -> RunStore:
         env_id = resolved.source.like or resolved.env_id
         if is_env_object(env_id):  # "<callable make_env>": the function's name
             env_id = env_id.strip("<>").split()[-1]
-        elif ":" in env_id and not env_id.startswith("minatar:"):
+        elif ":" in env_id and not env_id.startswith(("minatar:", "vizdoom:")):
             env_id = env_id.rsplit(":", 1)[1]  # a factory: its function's name
         env = re.sub(r"[^A-Za-z0-9._-]+", "_", env_id)
         name = f"{resolved.algo}-{env}-{time.strftime('%Y%m%d-%H%M%S')}"

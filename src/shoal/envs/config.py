@@ -50,6 +50,19 @@ class EnvConfig:
         False, "dm_control: observe the rendered frame (camera 0) instead of the state vector."
     )
     dm_control_pixel_size: int = param(84, "dm_control: height and width of rendered frames.")
+    vizdoom_frame_skip: int = param(4, "ViZDoom: game tics per agent step (rewards summed).")
+    vizdoom_width: int = param(128, "ViZDoom: screen width after resizing (from 160x120).")
+    vizdoom_height: int = param(72, "ViZDoom: screen height after resizing.")
+    vizdoom_grey: bool = param(False, "ViZDoom: grey screens (1 channel) instead of RGB.")
+    vizdoom_game_variables: bool = param(
+        False, "ViZDoom: Dict observations {screen, variables} with health, ammo, ... / 100."
+    )
+    vizdoom_max_buttons: int = param(
+        1, "ViZDoom: actions are the sets of at most this many buttons pressed at once."
+    )
+    vizdoom_scenario_dir: str | None = param(
+        None, "ViZDoom: a folder searched first for scenario .cfg files (SF's battle ones)."
+    )
 
     def __post_init__(self) -> None:
         if self.num_workers is not None and self.num_workers <= 0:
@@ -59,6 +72,12 @@ class EnvConfig:
         if self.dm_control_pixel_size <= 0:
             raise ValueError(
                 f"dm_control_pixel_size must be > 0, got {self.dm_control_pixel_size}."
+            )
+        vizdoom = (self.vizdoom_frame_skip, self.vizdoom_width, self.vizdoom_height)
+        if min(*vizdoom, self.vizdoom_max_buttons) < 1:
+            raise ValueError(
+                "vizdoom_frame_skip, vizdoom_width, vizdoom_height and vizdoom_max_buttons must "
+                "be >= 1."
             )
         if not 0.0 <= self.minatar_sticky_prob < 1.0:
             raise ValueError(

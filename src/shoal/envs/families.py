@@ -11,6 +11,7 @@ from shoal.envs.config import EnvConfig
 from shoal.envs.minatar_games import MINATAR_GAMES
 from shoal.envs.registry import env_spec, resolve_env
 from shoal.envs.unavailable import UNAVAILABLE_FAMILIES
+from shoal.envs.vizdoom import SCENARIOS
 
 
 def _installed(module: str) -> bool:
@@ -30,6 +31,9 @@ def describe_families() -> str:
         f"envpool {_state('envpool', 'envpool')}",
         f"  minatar     minatar:<game> for {', '.join(MINATAR_GAMES)}; "
         f"{_state('minatar', 'minatar')}",
+        f"  vizdoom     vizdoom:<scenario> for {', '.join(SCENARIOS)} (battle, battle2: "
+        "Sample Factory's files, --env.vizdoom-scenario-dir), or vizdoom:PATH.cfg; "
+        f"{_state('vizdoom', 'vizdoom')}",
         "  dm_env      a factory 'package.module:function' returning a dm_env.Environment "
         f"(adapted); dm-env {_state('dm_env', 'dm_env')}",
         "  pettingzoo  pettingzoo:<module> (e.g. pettingzoo:mpe.simple_spread_v3, "

@@ -8,6 +8,8 @@ Ids:
 - `minatar:<game>` (`minatar:breakout`, ...);
 - `pettingzoo:<module>` (`pettingzoo:mpe.simple_spread_v3`), a PettingZoo parallel env whose
   agents are rows of the batch (`shoal.envs.pettingzoo_family`);
+- `vizdoom:<scenario>` (`vizdoom:basic`, ..., or `vizdoom:PATH.cfg`), with Sample Factory's
+  preprocessing (`shoal.envs.vizdoom`);
 - `package.module:function`, a function returning a `gymnasium.Env` or a `dm_env.Environment`
   (adapted to Gymnasium), called with no argument or, if it takes one, with the env copy's seed.
 
@@ -30,6 +32,7 @@ import copy
 import dataclasses
 import functools
 import importlib
+import importlib.util
 import inspect
 import os
 import warnings
@@ -47,6 +50,7 @@ from shoal.errors import EnvError, ShoalWarning, close_matches
 
 EnvFactory = Callable[[], gym.Env]
 MINATAR_PREFIX = "minatar:"
+VIZDOOM_PREFIX = "vizdoom:"
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,8 @@ class EnvSource:
     """How `env_id` is built: its family, the backend that steps it and a factory for one env."""
 
     env_id: str
-    # "gymnasium" | "atari" | "minatar" | "dm_control" | "minigrid" | "pettingzoo" | "factory"
+    # "gymnasium" | "atari" | "minatar" | "dm_control" | "minigrid" | "pettingzoo" | "vizdoom"
+    # | "factory"
     family: str
     backend: str  # the family's, or "ale-py" | "envpool" for Atari
     factory: EnvFactory
@@ -90,6 +95,35 @@ def _minatar_env(game: str, sticky_action_prob: float) -> gym.Env:
     from shoal.envs.minatar import make_minatar
 
     return make_minatar(game, sticky_action_prob=sticky_action_prob)
+
+
+def _vizdoom_env(scenario: str, config: EnvConfig) -> gym.Env:
+    from shoal.envs.vizdoom import make_vizdoom
+
+    return make_vizdoom(
+        scenario,
+        frame_skip=config.vizdoom_frame_skip,
+        width=config.vizdoom_width,
+        height=config.vizdoom_height,
+        grey=config.vizdoom_grey,
+        game_variables=config.vizdoom_game_variables,
+        max_buttons=config.vizdoom_max_buttons,
+        scenario_dir=config.vizdoom_scenario_dir,
+    )
+
+
+def _vizdoom_source(env_id: str, config: EnvConfig) -> EnvSource:
+    if importlib.util.find_spec("vizdoom") is None:
+        raise EnvError(
+            f"{env_id} is a ViZDoom scenario, and vizdoom is not installed. Install the ViZDoom "
+            "extra: pip install 'shoal[vizdoom]'."
+        )
+    from shoal.envs.vizdoom import scenario_config_path
+
+    scenario = env_id[len(VIZDOOM_PREFIX) :]
+    scenario_config_path(scenario, config.vizdoom_scenario_dir)  # fail now, not in a worker
+    factory = functools.partial(_vizdoom_env, scenario, config)
+    return EnvSource(env_id, "vizdoom", "vizdoom", factory, config.vizdoom_frame_skip)
 
 
 def _factory_env(path: str) -> gym.Env:
@@ -224,8 +258,13 @@ def _known_ids() -> list[str]:
     except ImportError:
         pass
     from shoal.envs.minatar_games import MINATAR_GAMES
+    from shoal.envs.vizdoom import SCENARIOS
 
-    return ids + [MINATAR_PREFIX + game for game in MINATAR_GAMES]
+    return (
+        ids
+        + [MINATAR_PREFIX + game for game in MINATAR_GAMES]
+        + [VIZDOOM_PREFIX + name for name in SCENARIOS]
+    )
 
 
 def resolve_env(env_id: str, config: EnvConfig | None = None) -> EnvSource:
@@ -264,6 +303,8 @@ def _resolve(env_id: str, config: EnvConfig) -> EnvSource:
     if env_id.startswith(PETTINGZOO_PREFIX):
         factory = pettingzoo_factory(env_id, config.agent_id, config.image_layout)
         return EnvSource(env_id, "pettingzoo", "pettingzoo", factory)
+    if env_id.startswith(VIZDOOM_PREFIX):
+        return _vizdoom_source(env_id, config)
     from shoal.envs.atari_ids import is_atari_id
 
     if is_atari_id(env_id):
