@@ -60,7 +60,8 @@ def script(job: TrainJob, options: SlurmOptions) -> str:
     gpus = options.gpus_per_node
     if gpus is None:
         gpus = math.ceil(max(r.gpus for r in job.roles.values()))
-    run = f"apptainer exec --nv {shlex.quote(options.container)} " if options.container else ""
+    nv = "--nv " if gpus else ""  # the host's NVIDIA driver inside the container
+    run = f"apptainer exec {nv}{shlex.quote(options.container)} " if options.container else ""
     header = [
         f"#SBATCH --job-name={job.name}",
         f"#SBATCH --nodes={options.nodes}",
@@ -142,9 +143,9 @@ mkdir -p "$RAY_TMPDIR"
 # A loaded node can take Ray's head past its own start-up timeouts: try it three times. `ray
 # start --block` says "Ray runtime started." once the node is up, so nothing polls the head.
 for attempt in 1 2 3; do
-  {run}ray start --head --node-ip-address="$head_ip" --port="$base" \
-    --ray-client-server-port=$((base + 7)) --dashboard-port=$((base + 8)) \
-    --include-dashboard=false --disable-usage-stats "${{ray_ports[@]}}" --block \
+  {run}ray start --head --node-ip-address="$head_ip" --port="$base" \\
+    --ray-client-server-port=$((base + 7)) --dashboard-port=$((base + 8)) \\
+    --include-dashboard=false --disable-usage-stats "${{ray_ports[@]}}" --block \\
     > "$RAY_TMPDIR/head.log" 2>&1 &
   head=$!
   while kill -0 "$head" 2>/dev/null; do
@@ -160,8 +161,8 @@ done
 pids+=("$head")
 if (( SLURM_JOB_NUM_NODES > 1 )); then
   # One Ray worker on each other node; they share this job's ports and temp dir name.
-  srun --nodes=$(( SLURM_JOB_NUM_NODES - 1 )) --ntasks=$(( SLURM_JOB_NUM_NODES - 1 )) \
-    --exclude="$SLURMD_NODENAME" --overlap \
+  srun --nodes=$(( SLURM_JOB_NUM_NODES - 1 )) --ntasks=$(( SLURM_JOB_NUM_NODES - 1 )) \\
+    --exclude="$SLURMD_NODENAME" --overlap \\
     {run}ray start --address="$address" --disable-usage-stats "${{ray_ports[@]}}" --block &
   pids+=($!)
   # The roles are placed by what the nodes offer: wait until every node has joined.
