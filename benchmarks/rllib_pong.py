@@ -47,8 +47,18 @@ def main() -> None:
     from ray.rllib.algorithms.appo import APPOConfig
     from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
+    from ray._private import ray_constants
+
     torch.set_num_threads(1)  # the driver's learner; RLlib's default takes every core
-    ray.init(include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    # On the loopback interface, as shoal starts its local Ray (`ray_connect.start_local`).
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    ray.init(
+        address="local",
+        _node_ip_address="127.0.0.1",
+        include_dashboard=False,
+        logging_level="ERROR",
+        log_to_driver=False,
+    )
     tune.register_env("pong", make_pong)
     config = (
         APPOConfig()

@@ -130,8 +130,8 @@ class ReplaySnapshots:
         if absent.keys() != self._absent:
             for i, why in absent.items():
                 self.say(
-                    f"replay shard {i} did not answer ({why.removeprefix('its process ')}): "
-                    "checkpoints keep its newest snapshot until it is back."
+                    f"replay shard {i} is away ({why}): checkpoints keep its newest "
+                    "snapshot until it is back."
                 )
         self._absent = set(absent)
         self.kept = list(paths)
