@@ -44,10 +44,9 @@ def main() -> None:
     import ray
     import torch
     from ray import tune
+    from ray._private import ray_constants
     from ray.rllib.algorithms.appo import APPOConfig
     from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
-
-    from ray._private import ray_constants
 
     torch.set_num_threads(1)  # the driver's learner; RLlib's default takes every core
     # On the loopback interface, as shoal starts its local Ray (`ray_connect.start_local`).

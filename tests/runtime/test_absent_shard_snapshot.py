@@ -42,7 +42,7 @@ def test_an_absent_shard_keeps_its_newest_snapshot_and_the_others_are_written(tm
     second = snapshots.save(tmp_path, 200)
     third = snapshots.save(tmp_path, 300)
     assert first and second and third
-    files = [[(tmp_path / name).read_text() for name in entry["files"]] for entry in (second, third)]
+    files = [[(tmp_path / f).read_text() for f in entry["files"]] for entry in (second, third)]
     # Shard 0 is new in each; shard 1 is what it held at generation 0, under new names.
     assert files == [["shard 0 at generation 1", "shard 1 at generation 0"]] * 2
     assert second["files"][1] != first["files"][1] != third["files"][1]
