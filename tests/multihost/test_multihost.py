@@ -109,17 +109,34 @@ def _cut_and_restore(hosts: Hosts, run: Run, host: str, actors_on_it: int) -> di
     after = run.wait_for(
         lambda: _rows_with(run, "actors_live", total, restored_at_row, 3), "logged rows after"
     )
-    return {"before": before, "during": during, "after": after, "detected_s": detected}
+    return {
+        "before": before,
+        "during": during,
+        "after": after,
+        "detected_s": detected,
+        "cut_at_row": cut_at_row,
+        "live": live,
+    }
 
 
-def _report(name: str, phases: dict, summary: dict) -> None:
-    """The README's figures, printed (pytest -s)."""
-    rates = {k: _frames_per_second(phases[k]) for k in ("before", "during", "after")}
-    counts = {k: v for k, v in summary.items() if k.endswith(("_lost", "_restarts"))}
+def _report(name: str, run: Run, phases: dict, summary: dict) -> None:
+    """The README's figures, printed (pytest -s): the median frames/s of the rows before the
+    cut (the first row, which counts the start-up, left out), of those with fewer actors live,
+    and of those after they were back, from the whole metrics file."""
+    rows, cut = run.rows(), phases["cut_at_row"]
+    away = [i for i, row in enumerate(rows) if i >= cut and row["actors_live"] == phases["live"]]
+    split = {
+        "before": rows[1:cut] or rows[:cut],
+        "during": [rows[i] for i in away],
+        "after": [row for row in rows[away[-1] + 1 :] if row["actors_live"] == 4],
+    }
+    rates = {k: _frames_per_second(v) for k, v in split.items()}
+    counts = {k: len(v) for k, v in split.items()}
+    events = {k: v for k, v in summary.items() if k.endswith(("_lost", "_restarts"))}
     print(
         f"\n{name}: frames/s before {rates['before']:.0f}, during {rates['during']:.0f}, "
-        f"after {rates['after']:.0f}; node declared dead {phases['detected_s']:.1f} s after "
-        f"the cut; summary {counts}",
+        f"after {rates['after']:.0f} (rows {counts}); node declared dead "
+        f"{phases['detected_s']:.1f} s after the cut; summary {events}",
         flush=True,
     )
 
@@ -151,7 +168,7 @@ def test_impala_goes_on_without_a_cut_off_host_and_takes_it_back(hosts, tmp_path
     for role in on_b:
         assert placed[role]["address"] == hosts.hosts["b"].address
         assert placed[role]["node_id"] != first[role]["node_id"]  # b joined as a new node
-    _report("IMPALA", phases, summary)
+    _report("IMPALA", run, phases, summary)
 
 
 def test_apex_goes_on_without_a_host_holding_a_replay_shard(hosts, tmp_path):
@@ -186,7 +203,7 @@ def test_apex_goes_on_without_a_host_holding_a_replay_shard(hosts, tmp_path):
     # The learner learned from the shard left while b was away.
     during = phases["during"]
     assert during[-1]["updates"] > during[0]["updates"]
-    _report("Ape-X", phases, summary)
+    _report("Ape-X", run, phases, summary)
 
 
 def test_a_lost_learner_host_ends_the_run_with_a_checkpoint_to_resume_from(hosts, tmp_path):
