@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TORCH ?= torch==2.13.0
 
-.PHONY: train test lint format clean
+.PHONY: train test test-multihost lint format clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,12 @@ test: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/python -m pytest -q
+
+# Ray across three hosts in network namespaces on this machine (root and iproute2 needed; about
+# 5-10 minutes): a worker host cut off mid-run and brought back, a learner host lost. -s prints
+# the frames/s before, during and after each cut.
+test-multihost: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -q -s -m "slow or not slow" tests/multihost
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check --fix src tests benchmarks examples

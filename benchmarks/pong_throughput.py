@@ -1,15 +1,20 @@
 """IMPALA on Atari Pong (Nature CNN, CPU): env frames/s inline and on Ray with 1 and 2 actors,
-and Sample Factory's APPO on the same machine in the same run when it is installed.
+and Sample Factory's APPO and RLlib's APPO on the same machine in the same run when they are
+installed.
 
 Frames are emulator frames (4 per agent step). Each configuration trains for `--seconds`; the
 figure is the median of the logged rates over the second half of the run (start-up excluded).
 Sample Factory runs from its own virtual environment (it needs gymnasium < 1 and numpy < 2):
 --sf-python, else peers/sf/bin/python (made by ../shared/peers/setup_sample_factory.sh peers/sf),
 with the settings recorded in ../shared/peers/README.md; its "Fps is (10 sec: ..., 60 sec: ...)"
-log lines are read, and the 60-second figure at the end is reported.
+log lines are read, and the 60-second figure at the end is reported. RLlib 2.60 runs from its
+own virtual environment too: --rllib-python, else peers/rllib/bin/python (made by
+../shared/peers/setup_rllib.sh peers/rllib), running `rllib_pong.py` (APPO with 2 env runners
+of 8 envs: the actors and envs of shoal's "ray, 2 actors" row); its figure is the agent steps
+sampled over the second half of the run, x4.
 
-    python benchmarks/pong_throughput.py [--seconds 120] [--sf-python PATH] [--skip-ray]
-        [--compare-with REF]
+    python benchmarks/pong_throughput.py [--seconds 120] [--configs inline,ray-1,ray-2]
+        [--sf-python PATH] [--skip-sf] [--rllib-python PATH] [--skip-rllib] [--compare-with REF]
 
 With --compare-with REF (a git commit), shoal at REF runs each configuration too, right after
 this one's.
@@ -102,10 +107,39 @@ def sample_factory_fps(python: str, seconds: float, train_dir: Path) -> float | 
     return figures[-1] if figures else None
 
 
-def find_sf(explicit: str | None) -> str | None:
-    python = explicit or str(ROOT / "peers/sf/bin/python")
+def rllib_fps(python: str, seconds: float) -> float | None:
+    """RLlib APPO's frames/s over the second half of `seconds` (`rllib_pong.py`)."""
+    script = str(Path(__file__).with_name("rllib_pong.py"))
+    process = subprocess.Popen(
+        [python, script, "--seconds", str(seconds)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,  # its Ray's processes are stopped with it
+    )
+    points = []
+    try:
+        for line in process.stdout:
+            if line.startswith("{"):
+                point = json.loads(line)
+                points.append((point["time"], point["steps"]))
+        process.wait(timeout=seconds + 600)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    late = [p for p in points if p[0] >= seconds / 2]
+    if len(late) < 2:
+        return None
+    (t0, s0), (t1, s1) = late[0], late[-1]
+    return 4 * (s1 - s0) / (t1 - t0)
+
+
+def find_peer(explicit: str | None, default: str, module: str) -> str | None:
+    """A Python that imports `module`: `explicit`, else ROOT/`default`, else None."""
+    python = explicit or str(ROOT / default)
     if Path(python).exists():
-        probe = subprocess.run([python, "-c", "import sample_factory"], capture_output=True)
+        probe = subprocess.run([python, "-c", f"import {module}"], capture_output=True)
         if probe.returncode == 0:
             return python
     return None
@@ -114,8 +148,16 @@ def find_sf(explicit: str | None) -> str | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=120)
+    parser.add_argument(
+        "--configs",
+        default="inline,ray-1,ray-2",
+        help="shoal's configurations: inline, ray-1 and ray-2 (actors on Ray)",
+    )
+    parser.add_argument("--skip-ray", action="store_true", help="inline only: --configs inline")
     parser.add_argument("--sf-python", help="a Python with sample-factory installed")
-    parser.add_argument("--skip-ray", action="store_true")
+    parser.add_argument("--skip-sf", action="store_true")
+    parser.add_argument("--rllib-python", help="a Python with ray[rllib] 2.60 installed")
+    parser.add_argument("--skip-rllib", action="store_true")
     parser.add_argument("--compare-with", metavar="REF", help="also run shoal at this commit")
     args = parser.parse_args()
     with contextlib.ExitStack() as stack:
@@ -125,18 +167,19 @@ def main() -> None:
 
 def _run(args: argparse.Namespace, baseline: dict | None) -> None:
     runs_dir = Path(tempfile.mkdtemp(prefix="shoal-pong-"))
-    configs = [("inline", [])]
-    if not args.skip_ray:
-        configs += [
-            (
-                f"ray, {n} actor{'s' * (n > 1)}",
-                ["--runtime", "ray", "--actors", str(n), "--num-envs", str(16 // n)],
-            )
-            for n in (1, 2)
-        ]
+    wanted = ["inline"] if args.skip_ray else args.configs.split(",")
+    configs = [("inline", [])] if "inline" in wanted else []
+    configs += [
+        (
+            f"ray, {n} actor{'s' * (n > 1)}",
+            ["--runtime", "ray", "--actors", str(n), "--num-envs", str(16 // n)],
+        )
+        for n in (1, 2)
+        if f"ray-{n}" in wanted
+    ]
     print(
         f"IMPALA, ALE/Pong-v5, Nature CNN on CPU, {args.seconds:g} s per configuration, "
-        "frames = 4 x agent steps"
+        f"frames = 4 x agent steps; load average at the start {os.getloadavg()[0]:.1f}"
     )
     results = {}
     try:
@@ -151,7 +194,16 @@ def _run(args: argparse.Namespace, baseline: dict | None) -> None:
                     f"(this commit: {results[name] / before:.2f}x)",
                     flush=True,
                 )
-        sf = find_sf(args.sf_python)
+        _peers(args, results, runs_dir)
+        print(f"load average at the end {os.getloadavg()[0]:.1f}")
+    finally:
+        shutil.rmtree(runs_dir, ignore_errors=True)
+
+
+def _peers(args: argparse.Namespace, results: dict[str, float], runs_dir: Path) -> None:
+    """Sample Factory's and RLlib's rows, beside shoal's `results`."""
+    if not args.skip_sf:
+        sf = find_peer(args.sf_python, "peers/sf/bin/python", "sample_factory")
         if sf:
             fps = sample_factory_fps(sf, args.seconds, runs_dir / "sf")
             print(
@@ -159,7 +211,7 @@ def _run(args: argparse.Namespace, baseline: dict | None) -> None:
                 if fps
                 else "Sample Factory printed no frame rate"
             )
-            if fps:
+            if fps and results:
                 best = max(results, key=results.get)
                 print(
                     f"best shoal ({best}) / Sample Factory = {results[best] / fps:.2f}x "
@@ -169,8 +221,20 @@ def _run(args: argparse.Namespace, baseline: dict | None) -> None:
             print(
                 "Sample Factory not found (bash ../shared/peers/setup_sample_factory.sh peers/sf)"
             )
-    finally:
-        shutil.rmtree(runs_dir, ignore_errors=True)
+    if not args.skip_rllib:
+        rllib = find_peer(args.rllib_python, "peers/rllib/bin/python", "ray.rllib")
+        if rllib:
+            fps = rllib_fps(rllib, args.seconds)
+            print(
+                f"RLlib APPO, 2 runners {fps:8,.0f} frames/s (second half)"
+                if fps
+                else "RLlib reported too few iterations"
+            )
+            pair = "ray, 2 actors"
+            if fps and pair in results:
+                print(f"shoal ({pair}) / RLlib = {results[pair] / fps:.2f}x (target: at least 3x)")
+        else:
+            print("RLlib not found (bash ../shared/peers/setup_rllib.sh peers/rllib)")
 
 
 if __name__ == "__main__":

@@ -55,6 +55,8 @@ class Driver:
         self.resume_count = 0 if resume is None else int(resume["resume_count"]) + 1
         self.counter = Counter(run) if started is None else Counter(run, started=started)
         self.counts = self.counter.counts  # launcher events, e.g. actor restarts
+        # Launcher figures of the moment (e.g. `actors_live` on ray): in rows, not checkpoints.
+        self.gauges: dict[str, float] = {}
         # The union of the acting policies' newest `Policy.state_dict`s (Agent57's bandits).
         self.policy_state: dict[str, Any] = {}
         if resume is not None:
@@ -295,6 +297,7 @@ class Driver:
             **counter.metric_means(),
             "policy_lag": policy_lag,
             **self.counts,
+            **self.gauges,
             **metrics,
             **self.program.agent.policy_metrics(self.policy_state),
             "time": round(counter.elapsed, 3),

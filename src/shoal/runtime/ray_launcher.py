@@ -41,7 +41,12 @@ from shoal.runtime.ray_processes import (
     EnvActorProcess,
     LearnerProcess,
 )
-from shoal.runtime.ray_supervision import LearnerDied, restart_from_checkpoint
+from shoal.runtime.ray_supervision import (
+    LearnerDied,
+    Outages,
+    node_addresses,
+    restart_from_checkpoint,
+)
 from shoal.runtime.tables import RemoteShards, TableProcess, died
 
 PLACEMENT_TIMEOUT_S = 120.0
@@ -224,8 +229,10 @@ def _kind(role: str) -> str:
 def _record_placement(ray: Any, program: Program, roles: dict[str, Any]) -> dict:
     """Write where each role runs (process id, Ray node) to the run directory; return it."""
     where = ray.get([handle.where.remote() for handle in roles.values()])
+    addresses = node_addresses(ray)
     placement = {
-        role: {"pid": pid, "node_id": node} for role, (pid, node) in zip(roles, where, strict=True)
+        role: {"pid": pid, "node_id": node, "address": addresses.get(node)}
+        for role, (pid, node) in zip(roles, where, strict=True)
     }
     _write_placement(program, placement)
     return placement
@@ -271,6 +278,15 @@ class _Loop:
         self.calls: dict[Any, int] = {}  # in-flight actor call -> actor index
         self.watches: dict[Any, int] = {}  # each live shard's watch call -> shard index
         self.held = [(0, 0)] * len(self.shards)  # each shard's (inserted, held), last heard
+        run, path = driver.program.run, driver.program.data_path()
+        self.outages = Outages(
+            ray,
+            driver,
+            placement,
+            [role for role in roles if role != "learner"],
+            # A central env actor's half-made unroll is the server's, which drops it.
+            0 if central else path.unroll_length * run.num_envs,
+        )
 
     def request(self, actor: int) -> None:
         handle = self.actors[actor]
@@ -303,9 +319,11 @@ class _Loop:
                 else:
                     self.acted(ref)
 
-    def went_down(self, role: str) -> None:
+    def went_down(self, role: str, in_flight: int = 0) -> None:
+        """`role`'s call failed; `in_flight`: its other calls still out, lost with it."""
         if role not in self.down:  # Ray restarts the process; the ping says when
             self.down.add(role)
+            self.outages.down(role, in_flight)
             self.ping(role)
 
     def ping(self, role: str) -> None:
@@ -321,9 +339,10 @@ class _Loop:
             return
         self.down.discard(role)
         kind = _kind(role)
-        if self.placement[role]["pid"] != pid:
+        restarted = self.placement[role]["pid"] != pid
+        self.outages.back(role, pid, node)  # and into the placement
+        if restarted:
             self.driver.count(f"{kind}_restarts")
-            self.placement[role] = {"pid": pid, "node_id": node}
             _write_placement(self.driver.program, self.placement)
             if kind == "replay":
                 self.replay_back(int(role[len(kind) :]))
@@ -394,7 +413,8 @@ class _Loop:
             if not self.central:  # an env actor's loop returns no counts: the server has them
                 self.driver.add_experience(result)
         except self.died:
-            self.went_down(f"actor{actor}")
+            # This unroll and the others asked of the actor before it went down are lost.
+            self.went_down(f"actor{actor}", 1 + sum(a == actor for a in self.calls.values()))
         # Sent again at once: queued until a restarted actor is back, while the others go on.
         # (A central env actor's loop ends only when it dies; the new one reconnects.)
         self.request(actor)

@@ -15,6 +15,7 @@ after them (`shoal.checkpoint`), so the snapshot is complete whenever the checkp
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -82,6 +83,8 @@ class ReplaySnapshots:
     def __init__(self, tables: Tables, run: RunConfig, say: Callable[[str], None]) -> None:
         self.tables, self.run, self.say = tables, run, say
         self._skipped: str | None = None  # why the last snapshot was skipped, said once
+        self.kept: list[Path] = []  # each shard's newest snapshot file
+        self._absent: set[int] = set()  # shards whose files were carried, said once
 
     def save(self, directory: Path, env_steps: int) -> dict[str, Any] | None:
         """Write a snapshot for the checkpoint at `env_steps` into `directory`; return the
@@ -92,6 +95,13 @@ class ReplaySnapshots:
         sizes = self.tables.sizes()
         if None in sizes:
             return None  # tables that keep no snapshot (unroll queues)
+        # A shard that does not answer (its process or node died, and it is not back yet)
+        # keeps the file of its newest snapshot: what it held then is all that exists of it,
+        # and what it restores from when it comes back.
+        absent = {i: why for i, why in enumerate(sizes) if isinstance(why, str) and self._has(i)}
+        sizes = [
+            self.kept[i].stat().st_size if i in absent else size for i, size in enumerate(sizes)
+        ]  # type: ignore[union-attr]
         failed = _failures(sizes)
         if failed:
             return self._skip("failed", f"its size is unknown ({failed})")
@@ -109,13 +119,26 @@ class ReplaySnapshots:
             )
         paths = snapshot_paths(directory, env_steps, len(sizes))
         results = self.tables.write(paths)
+        for i in absent:
+            results[i] = _carry(self.kept[i], paths[i])  # type: ignore[arg-type]
         failed = _failures(results)
         if failed:
             for path in paths:
                 path.unlink(missing_ok=True)
             return self._skip("failed", f"it could not be written ({failed})")
         self._skipped = None
+        if absent.keys() != self._absent:
+            for i, why in absent.items():
+                self.say(
+                    f"replay shard {i} is away ({why}): checkpoints keep its newest "
+                    "snapshot until it is back."
+                )
+        self._absent = set(absent)
+        self.kept = list(paths)
         return {"files": [path.name for path in paths], "bytes": results}
+
+    def _has(self, shard: int) -> bool:
+        return shard < len(self.kept) and self.kept[shard].exists()
 
     def _skip(self, kind: str, reason: str) -> None:
         if kind != self._skipped:
@@ -148,7 +171,8 @@ class ReplaySnapshots:
                 f"{len(sizes)} (--replay-shards): {empty}."
             )
             return
-        results = self.tables.read([directory / name for name in files])
+        self.kept = [directory / name for name in files]
+        results = self.tables.read(self.kept)
         counts = [result for result in results if isinstance(result, int)]
         shards = f" (shards: {', '.join(map(str, counts))})" if len(files) > 1 else ""
         failed = _failures(results)
@@ -157,6 +181,19 @@ class ReplaySnapshots:
             + (f"; not restored, so starting empty: {failed}" if failed else "")
             + "."
         )
+
+
+def _carry(kept: Path, path: Path) -> int | str:
+    """`kept`'s content under the new name `path` (a hard link where the filesystem has them):
+    its size, or why it could not be carried."""
+    try:
+        try:
+            os.link(kept, path)
+        except OSError:
+            shutil.copyfile(kept, path)
+        return path.stat().st_size
+    except OSError as err:
+        return f"its newest snapshot could not be kept ({type(err).__name__}: {err})"
 
 
 def _failures(results: Sequence[int | str | None]) -> str:

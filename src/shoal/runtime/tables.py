@@ -36,6 +36,7 @@ from shoal.runtime.snapshots import guarded
 
 MAX_PENDING_FEEDBACK = 8
 SIZE_REFRESH_S = 0.2
+STATUS_WAIT_S = 1.0  # a live shard answers a status call in milliseconds
 SAMPLE_WAIT_S = 0.05  # per try at one shard, so a shard that cannot sample does not hold others
 RETRY_S = 0.5  # an insert into a shard being restarted is sent again after this long
 
@@ -264,6 +265,7 @@ class ShardedTables:
         self.rng = np.random.default_rng(seed)
         self._refreshed = -np.inf
         self._pending: list[Any] = []
+        self._status: list[Any] = [None] * len(self.handles)  # each shard's status call out
 
     def _answer(self, call: Any, otherwise: Any) -> Any:
         """`call`'s answer, or `otherwise` if its shard died: the others go on meanwhile."""
@@ -273,10 +275,22 @@ class ShardedTables:
             return otherwise
 
     def _refresh(self) -> None:
-        if time.monotonic() - self._refreshed > SIZE_REFRESH_S:
-            calls = [handle.status.remote() for handle in self.handles]
-            self.weights[:] = [self._answer(call, 0.0) for call in calls]
-            self._refreshed = time.monotonic()
+        """Each shard's priority total, from one status call out per shard. A shard that does
+        not answer within STATUS_WAIT_S keeps its last weight (0 once a call to it failed):
+        a shard whose process or node is gone, until Ray has restarted it, fails each call
+        only after seconds, and the learner must go on sampling the others meanwhile."""
+        if time.monotonic() - self._refreshed <= SIZE_REFRESH_S:
+            return
+        for i, handle in enumerate(self.handles):
+            if self._status[i] is None:
+                self._status[i] = handle.status.remote()
+        out = [call for call in self._status if call is not None]
+        ready, _ = self.ray.wait(out, num_returns=len(out), timeout=STATUS_WAIT_S)
+        for i, call in enumerate(self._status):
+            if call in ready:
+                self.weights[i] = self._answer(call, 0.0)
+                self._status[i] = None
+        self._refreshed = time.monotonic()
 
     def sample(self, progress: float, timeout: float | None) -> Batch | None:
         deadline = time.monotonic() + (timeout or 0.0)
@@ -319,8 +333,11 @@ class ShardedTables:
         raise RuntimeError("The learner samples the table shards; actors insert into them.")
 
     def stats(self) -> dict[str, float]:
+        """The shards' figures merged; a shard that does not answer within STATUS_WAIT_S
+        (gone, or being restarted) is left out."""
         calls = [handle.stats.remote() for handle in self.handles]
-        return self.merge_stats([row for call in calls if (row := self._answer(call, None))])
+        ready, _ = self.ray.wait(calls, num_returns=len(calls), timeout=STATUS_WAIT_S)
+        return self.merge_stats([row for call in ready if (row := self._answer(call, None))])
 
     @property
     def sample_weight(self) -> float:

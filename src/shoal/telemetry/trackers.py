@@ -133,7 +133,7 @@ _ROLLOUT = frozenset({"return_mean", "episode_length_mean", "episodes", "frames"
 _PERF = frozenset({"steps_per_second", "time", "updates", "policy_lag"})
 _PERF_PREFIXES = ("inference_", "env_step_ms")
 _DATA_PREFIXES = ("replay_", "unrolls_")
-_FAULT_SUFFIXES = ("_restarts", "_reconnects", "_items_lost")
+_FAULT_SUFFIXES = ("_restarts", "_reconnects", "_lost", "_live")
 
 
 def tensorboard_tag(key: str) -> str:
