@@ -207,10 +207,15 @@ class RunStore:
         order.sort(key=lambda rel: rel == SUMMARY_FILE)
         try:
             for rel in order:
-                if _CHECKPOINT.match(rel):
-                    self._upload_whole(rel)
-                else:
-                    bucket.fs.put_file(str(self.local / rel), bucket.key(rel))
+                try:
+                    if _CHECKPOINT.match(rel):
+                        self._upload_whole(rel)
+                    else:
+                        bucket.fs.put_file(str(self.local / rel), bucket.key(rel))
+                except FileNotFoundError:
+                    if (self.local / rel).exists():
+                        raise  # the bucket's side is missing
+                    continue  # replaced or removed since it was listed: the next sync sees it
                 self._synced[rel] = now[rel]
             for rel in [rel for rel in self._synced if rel not in now]:
                 _remove(bucket, rel)
@@ -232,8 +237,8 @@ class RunStore:
         return (
             f"Uploading the run to {self.where} failed ({type(err).__name__}: {reason:.200}). "
             f"The bucket keeps its newest complete checkpoint (a partial upload is never taken "
-            f"for one), and {self.local} holds everything written since: once the bucket "
-            f"answers, continue with `shoal train --resume {self.where}`."
+            f"for one): once it answers, `shoal train --resume {self.where}` goes on from "
+            f"there. What was written since is kept in {self.local}."
         )
 
     def pull(self, rels: Iterable[str]) -> None:
