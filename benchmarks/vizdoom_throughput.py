@@ -75,7 +75,9 @@ def shoal_fps(
         "nature_cnn",
         *(["--env.vizdoom-scenario-dir", scenario_dir] if scenario_dir else []),
     ]
-    subprocess.run(command, check=True, capture_output=True, text=True)
+    # Output to a file, not a pipe: a pipe would also wait for any process that inherited it.
+    with open(runs_dir / f"{name}.log", "w") as log:
+        subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT)
     rows = [json.loads(line) for line in (runs_dir / name / "metrics.jsonl").open()]
     late = [row for row in rows if row["time"] >= seconds / 2] or rows[-1:]
     return FRAME_SKIP * statistics.median(row["steps_per_second"] for row in late)
@@ -103,10 +105,12 @@ def sample_factory_fps(python: str, scenario: str, seconds: float, train_dir: Pa
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
     )
     figures: list[float] = []
+    tail: list[str] = []
     deadline = time.time() + seconds
     try:
         assert process.stdout is not None
         for line in process.stdout:
+            tail = [*tail[-19:], line]
             match = FPS.search(line)
             if match and match.group(2) != "nan":
                 figures.append(float(match.group(2)))
@@ -115,6 +119,9 @@ def sample_factory_fps(python: str, scenario: str, seconds: float, train_dir: Pa
     finally:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+    figures = [f for f in figures if f > 0]  # 0 until its first batch is learned from
+    if not figures:
+        print("Sample Factory's last lines:\n" + "".join(tail))
     return figures[-1] if figures else None
 
 
@@ -163,7 +170,7 @@ def main() -> None:
         before = load()
         fps = sample_factory_fps(sf, args.scenario, args.seconds, runs_dir / "sf")
         if fps is None:
-            print("Sample Factory printed no frame rate")
+            print(f"Sample Factory printed no frame rate above 0 in {args.seconds:g} s")
             return
         print(f"{'Sample Factory APPO':<32}{fps:8,.0f} frames/s   [{before}] (60-second average)")
         best = max(results, key=results.get)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 
 import gymnasium as gym
 import numpy as np
+import psutil
 import pytest
 from gymnasium.utils.env_checker import check_env
 
@@ -121,6 +123,8 @@ def test_unknown_and_sample_factory_only_scenarios_say_what_to_do() -> None:
         resolve_env("vizdoom:battle")
     with pytest.raises(ValueError, match="vizdoom_frame_skip"):
         EnvConfig(vizdoom_frame_skip=0)
+    with pytest.raises(EnvError, match="cannot share"):
+        resolve_env("vizdoom:basic", EnvConfig(vizdoom_game_variables=True, vector="subprocess"))
 
 
 def test_a_config_file_path_is_an_id(tmp_path) -> None:
@@ -145,10 +149,16 @@ def test_vector_envs_step_scenarios_in_process_and_in_workers(vector: str) -> No
     source = resolve_env("vizdoom:basic", config)
     spec = env_spec("vizdoom:basic", config)
     envs = make_vector_env(source, spec, config, 2, seed=5)
+    owners = getattr(envs, "worker_pids", [os.getpid()])
     try:
         obs = envs.reset()
         assert obs.shape == (2, 3, 24, 32) and obs.dtype == np.uint8
         rewards = [envs.step(np.array([0, 3])).reward for _ in range(3)]
         assert np.all(np.concatenate(rewards) < 0)  # living reward (and missed shots)
+        engines = [c for pid in owners for c in psutil.Process(pid).children()]
+        assert len([e for e in engines if e.name() == "vizdoom"]) == 2
     finally:
         envs.close()
+    # each game's engine process ends with it, also when it ran in a worker
+    _, alive = psutil.wait_procs(engines, timeout=10)
+    assert alive == []

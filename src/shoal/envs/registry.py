@@ -122,6 +122,13 @@ def _vizdoom_source(env_id: str, config: EnvConfig) -> EnvSource:
 
     scenario = env_id[len(VIZDOOM_PREFIX) :]
     scenario_config_path(scenario, config.vizdoom_scenario_dir)  # fail now, not in a worker
+    if config.vizdoom_game_variables and config.vector == "subprocess":
+        raise EnvError(
+            f"{env_id} with --env.vizdoom-game-variables true gives Dict observations, which "
+            "--env.vector subprocess cannot share (it shares one image array per env). Use "
+            "--env.vector inline (each ViZDoom game already runs in an engine process of its "
+            "own), or leave the game variables out."
+        )
     factory = functools.partial(_vizdoom_env, scenario, config)
     return EnvSource(env_id, "vizdoom", "vizdoom", factory, config.vizdoom_frame_skip)
 

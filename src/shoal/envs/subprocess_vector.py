@@ -34,6 +34,7 @@ from shoal.errors import ConfigError, EnvError
 __all__ = ["SubprocessVectorEnv"]
 
 _LIVENESS_CHECK_S = 0.5  # how often a waiting parent checks that silent workers still live
+_CLOSE_GRACE_S = 10.0  # how long closing waits for workers to close their envs and exit
 
 
 class SubprocessVectorEnv:
@@ -274,7 +275,9 @@ def _shutdown(processes: list[Any], conns: list[Connection], shm: SharedMemory) 
         with contextlib.suppress(OSError, ValueError):
             conn.send(("close",))
     # Poll exit status rather than join: a process a worker forked can hold its sentinel open.
-    _wait_for_exit(processes, 1.0)
+    # Healthy workers exit at once; the grace is for envs that close slowly (ViZDoom's engines
+    # take seconds each on a loaded machine) before terminate() and then kill() cut them short.
+    _wait_for_exit(processes, _CLOSE_GRACE_S)
     for process in processes:
         if process.is_alive():
             process.terminate()

@@ -67,6 +67,9 @@ def _worker(
 ) -> None:
     """Make envs first.., then serve reset/step/close messages until closed or orphaned."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    # The parent's terminate() runs the `finally` below, so envs that start processes of their
+    # own (each ViZDoom game is an engine process) close them rather than leave them orphaned.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     shm = SharedMemory(shm_name)
     buffers = _Buffers(shm, num_envs, obs_shape, np.dtype(obs_dtype))
     space_shape, dtype = tuple(obs_shape), np.dtype(obs_dtype)
@@ -140,11 +143,16 @@ def _worker(
     except (EOFError, OSError):
         pass  # the parent is gone: nothing left to serve
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # let the envs close: only a kill stops it
         for env in envs:
             with contextlib.suppress(Exception):
                 env.close()
         buffers = None  # type: ignore[assignment]  # drop the views so the mapping can close
         shm.close()
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(0)
 
 
 def _failure(err: Exception, context: str, fatal: bool = False) -> _Failure:
