@@ -1,7 +1,7 @@
 """ARS (V2-t, the paper's Swimmer settings) on Swimmer-v5: training episodes to a return of 325.
 
-Mania et al. 2018 (Table 1) report the episodes ARS took to reach 325 on Swimmer-v1: 100 for
-V1 and V1-t, 427 for V2 and V2-t (the median over 3 seeds). Here each seed trains with the
+Mania et al. 2018 (Table 1) report the episodes ARS took to reach 325 on Swimmer-v1, the
+median over 3 seeds: 427 for V2-t (`PAPER_V2T_EPISODES`). Here each seed trains with the
 `ars` Swimmer-v5 preset (alpha 0.02, nu 0.01, N 1, b 1; one env, 1000-step episodes) and a
 5-episode greedy evaluation of the current policy every 20 training episodes (20,000 steps),
 stopping at the first evaluation that reaches the threshold. The evaluations' episodes are not
