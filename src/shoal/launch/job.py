@@ -101,7 +101,8 @@ def parse_train_command(argv: Sequence[str], name: str | None = None) -> TrainJo
             "--out job -- shoal train ppo --env CartPole-v1 --runtime ray`; got "
             f"{shlex.join(argv) or 'nothing'!r}."
         )
-    rest, overrides = cli._split_section_overrides(argv[2:])
+    # --agent.* and --env.* are checked for form here and stay in the command as given.
+    rest, _ = cli._split_section_overrides(argv[2:])
     parsed = cli._parser().parse_args(["train", *rest])
     run = {k[4:]: v for k, v in vars(parsed).items() if k.startswith("run.") and v is not None}
     if run.get("address"):
@@ -125,7 +126,6 @@ def parse_train_command(argv: Sequence[str], name: str | None = None) -> TrainJo
         profile = load_profile(parsed.profile)
         run = merge_profile(run, profile, parsed.profile)
         args += [a for k, v in profile.items() if k != "runtime" for a in (_flag(k), _text(v))]
-    del overrides  # checked by the split; they stay in args as given
     values = config.build(RunConfig, {**run, "runtime": "ray"}, "run")
     algo = parsed.algo or "run"
     return TrainJob(algo, tuple(args), _roles(values, run), _job_name(name or f"shoal-{algo}"))
