@@ -29,9 +29,10 @@ test: $(VENV)/.installed-dev
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/python -m pytest -q
 
-# Ray across three hosts in network namespaces on this machine (root and iproute2 needed; about
-# 5-10 minutes): a worker host cut off mid-run and brought back, a learner host lost. -s prints
-# the frames/s before, during and after each cut.
+# Ray across three hosts in network namespaces on this machine (root and iproute2 needed): a
+# worker host cut off mid-run and brought back, a learner host lost. -s prints the frames/s
+# before, during and after each cut. Slow: the IMPALA and Ape-X tests took 21 minutes on the
+# 2-core machine at a load average of 50-117 (the README's cluster section has the figures).
 test-multihost: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q -s -m "slow or not slow" tests/multihost
 

@@ -184,7 +184,12 @@ def _run(args: argparse.Namespace, baseline: dict | None) -> None:
     results = {}
     try:
         for name, extra in configs:
-            results[name] = shoal_fps(runs_dir, re.sub(r"\W+", "_", name), args.seconds, extra)
+            try:
+                results[name] = shoal_fps(runs_dir, re.sub(r"\W+", "_", name), args.seconds, extra)
+            except subprocess.CalledProcessError as err:  # e.g. a local Ray that did not start
+                last = (err.stderr or "").strip().splitlines()[-1:] or ["no output"]
+                print(f"shoal {name:<14} failed: {last[0]}", flush=True)
+                continue
             print(f"shoal {name:<14} {results[name]:8,.0f} frames/s", flush=True)
             if baseline is not None:
                 run_name = re.sub(r"\W+", "_", name) + "_baseline"

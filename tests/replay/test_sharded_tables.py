@@ -71,8 +71,49 @@ class InlineRay:
         return x
 
     @staticmethod
-    def wait(refs, num_returns):
+    def wait(refs, num_returns, timeout=None):
         return refs[:num_returns], refs[num_returns:]
+
+
+GONE = object()  # what a call to a shard whose host is gone returns: an answer never ready
+
+
+class GoneShard:
+    """A shard whose host is off the network: no call to it is ever answered."""
+
+    def __init__(self):
+        self.calls = 0
+        for name in ("status", "sample", "after_update", "stats"):
+            setattr(self, name, Call(self._call))
+
+    def _call(self, *args):
+        self.calls += 1
+        return GONE
+
+
+class RayWithAGoneShard(InlineRay):
+    @staticmethod
+    def wait(refs, num_returns, timeout=None):
+        assert timeout is not None, "a wait for a shard that never answers must time out"
+        return [r for r in refs if r is not GONE], [r for r in refs if r is GONE]
+
+
+def test_the_learner_samples_the_other_shards_while_one_never_answers(monkeypatch):
+    from shoal.runtime import tables
+
+    gone = GoneShard()
+    shards = [LocalShard(10, 0), gone, LocalShard(20, 1)]
+    monkeypatch.setattr(tables, "SIZE_REFRESH_S", 0.0)
+    view = ShardedTables(shards, ReplayTable.merge_stats)
+    view.ray = RayWithAGoneShard
+    drawn = np.zeros(3)
+    for _ in range(100):
+        batch = view.sample(0.0, 0.0)
+        drawn[batch.shard] += 1
+    assert drawn[1] == 0 and drawn[0] > 0 and drawn[2] > 0
+    # One status call stays out to the gone shard, not one per refresh.
+    assert gone.calls == 1
+    assert view.stats()["replay_size"] == 9 + 19  # its figures are left out
 
 
 def test_batches_come_from_shards_with_priority_mass_and_priorities_go_back_to_them(monkeypatch):

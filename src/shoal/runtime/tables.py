@@ -37,6 +37,7 @@ from shoal.runtime.snapshots import guarded
 MAX_PENDING_FEEDBACK = 8
 SIZE_REFRESH_S = 0.2
 STATUS_WAIT_S = 1.0  # a live shard answers a status call in milliseconds
+STATUS_RESEND_S = 5.0
 SAMPLE_WAIT_S = 0.05  # per try at one shard, so a shard that cannot sample does not hold others
 RETRY_S = 0.5  # an insert into a shard being restarted is sent again after this long
 
@@ -266,9 +267,14 @@ class ShardedTables:
         self._refreshed = -np.inf
         self._pending: list[Any] = []
         self._status: list[Any] = [None] * len(self.handles)  # each shard's status call out
+        self._sent = np.zeros(len(self.handles))  # when it was sent
 
-    def _answer(self, call: Any, otherwise: Any) -> Any:
-        """`call`'s answer, or `otherwise` if its shard died: the others go on meanwhile."""
+    def _answer(self, call: Any, otherwise: Any, within: float | None = None) -> Any:
+        """`call`'s answer, or `otherwise` if its shard died or, given `within`, has not
+        answered within that many seconds: a call to a shard whose node is gone waits, not
+        fails, while Ray has nowhere to restart it. The others go on meanwhile."""
+        if within is not None and not self.ray.wait([call], num_returns=1, timeout=within)[0]:
+            return otherwise
         try:
             return self.ray.get(call)
         except died(self.ray):
@@ -276,20 +282,23 @@ class ShardedTables:
 
     def _refresh(self) -> None:
         """Each shard's priority total, from one status call out per shard. A shard that does
-        not answer within STATUS_WAIT_S keeps its last weight (0 once a call to it failed):
-        a shard whose process or node is gone, until Ray has restarted it, fails each call
-        only after seconds, and the learner must go on sampling the others meanwhile."""
-        if time.monotonic() - self._refreshed <= SIZE_REFRESH_S:
+        not answer within STATUS_WAIT_S weighs 0 until it does: a call to a shard whose
+        process or node is gone fails only after seconds, or, while Ray has no node to restart
+        it on, waits; the learner samples the others meanwhile. A call unanswered for
+        STATUS_RESEND_S is sent again (the restarted shard answers that one)."""
+        now = time.monotonic()
+        if now - self._refreshed <= SIZE_REFRESH_S:
             return
         for i, handle in enumerate(self.handles):
-            if self._status[i] is None:
-                self._status[i] = handle.status.remote()
-        out = [call for call in self._status if call is not None]
-        ready, _ = self.ray.wait(out, num_returns=len(out), timeout=STATUS_WAIT_S)
+            if self._status[i] is None or now - self._sent[i] > STATUS_RESEND_S:
+                self._status[i], self._sent[i] = handle.status.remote(), now
+        ready, _ = self.ray.wait(self._status, num_returns=len(self._status), timeout=STATUS_WAIT_S)
         for i, call in enumerate(self._status):
             if call in ready:
                 self.weights[i] = self._answer(call, 0.0)
                 self._status[i] = None
+            else:
+                self.weights[i] = 0.0
         self._refreshed = time.monotonic()
 
     def sample(self, progress: float, timeout: float | None) -> Batch | None:
@@ -301,13 +310,15 @@ class ShardedTables:
             weights = self.weights.copy()
             while weights.sum() > 0:
                 shard = int(self.rng.choice(len(weights), p=weights / weights.sum()))
-                batch = self._answer(self.handles[shard].sample.remote(progress, 0.0), None)
+                call = self.handles[shard].sample.remote(progress, 0.0)
+                batch = self._answer(call, None, STATUS_WAIT_S)
                 if batch is not None:
                     return self._from(shard, batch)
                 weights[shard] = self.weights[shard] = 0.0
             shard = int(self.rng.integers(len(self.handles)))
             wait = min(max(deadline - time.monotonic(), 0.0), SAMPLE_WAIT_S)
-            batch = self._answer(self.handles[shard].sample.remote(progress, wait), None)
+            call = self.handles[shard].sample.remote(progress, wait)
+            batch = self._answer(call, None, wait + STATUS_WAIT_S)
             if batch is not None:
                 return self._from(shard, batch)
             self._refreshed = -np.inf  # look again before the next try
