@@ -5,7 +5,8 @@ policy (greedy and sampling) if a run directory is given, on the same evaluation
 prints the mean return of an agent and of a game's summed return, each with its standard error.
 
     python benchmarks/pettingzoo_spread.py [--env pettingzoo:mpe.simple_spread_v3] [--games 200]
-                                           [--run RUN_DIR] [--agent-id]
+                                           [--run RUN_DIR] [--agent-id] [--no-random]
+                                           [--no-sampling]
 
 The run the README reports was trained with
 
@@ -86,12 +87,15 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=200)
     parser.add_argument("--run", help="a trained run's directory, evaluated beside random")
     parser.add_argument("--agent-id", action="store_true", help="the run's --env.agent-id")
+    parser.add_argument("--no-random", action="store_true", help="evaluate only the run")
+    parser.add_argument("--no-sampling", action="store_true", help="only the greedy policy")
     args = parser.parse_args()
     print(f"{args.env}, {args.games} games from seed {EVAL_SEED}; load {os.getloadavg()[0]:.1f}")
     print(f"{'policy':<22} {'agent return':>16}   {'team return (sum)':>16}")
-    print(_line("uniformly random", *play(args.env, args.agent_id, args.games)))
+    if not args.no_random:
+        print(_line("uniformly random", *play(args.env, args.agent_id, args.games)))
     if args.run:
-        for deterministic in (True, False):
+        for deterministic in (True,) if args.no_sampling else (True, False):
             actor = PolicyActor(args.run, deterministic)
             name = "trained, " + ("greedy" if deterministic else "sampling")
             print(_line(name, *play(args.env, args.agent_id, args.games, actor)))
