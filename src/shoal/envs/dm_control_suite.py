@@ -98,10 +98,6 @@ class _SuiteTask(gym.Wrapper):
         raise NotImplementedError
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        if seed is not None:
-            # In place, as `suite.load(task_kwargs={"random": seed})` would seed it: cheaper
-            # than building the task again, and a pixel task keeps its rendering context.
-            self._task().task.random.seed(seed)
         obs, info = self.env.reset(seed=seed, options=options)
         return self._observe(obs), info
 
@@ -141,6 +137,12 @@ class Pixels(_SuiteTask):
         return obs["pixels"]
 
 
+def _reseed(env, seed: int) -> None:
+    """Seed a suite task in place, as `suite.load(task_kwargs={"random": seed})` would: cheaper
+    than building it again, and a pixel task keeps its rendering context."""
+    env.task.random.seed(seed)
+
+
 def _load(domain: str, task: str, seed: int, pixels: bool, size: int):
     suite = _suite()
     env = suite.load(domain, task, task_kwargs={"random": seed})
@@ -157,7 +159,7 @@ def make_dm_control(domain: str, task: str, pixels: bool = False, size: int = 84
     from shoal.envs.dm_env_adapter import DmEnvToGymnasium
 
     try:
-        adapted = DmEnvToGymnasium(_load(domain, task, 0, pixels, size))
+        adapted = DmEnvToGymnasium(_load(domain, task, 0, pixels, size), reseed=_reseed)
     except EnvError:
         raise
     except Exception as err:  # an OpenGL backend that cannot render, mostly

@@ -107,6 +107,8 @@ class DmEnvToGymnasium(gym.Env):
     dm_env has no seeding API, so `reset(seed=...)` seeds only this adapter's `np_random`,
     unless `make_seeded(seed)` is given: it then builds the seeded environment that replaces
     the current one (bsuite's `Catch(seed=...)`, for example), making seeded runs reproducible.
+    `reseed(env, seed)` instead seeds the environment in place (dm_control: its task's
+    `RandomState`), where building it again would be costly.
     """
 
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012  (gymnasium's class attribute)
@@ -116,11 +118,13 @@ class DmEnvToGymnasium(gym.Env):
         env: dm_env.Environment,
         *,
         make_seeded: Callable[[int], dm_env.Environment] | None = None,
+        reseed: Callable[[dm_env.Environment, int], None] | None = None,
     ) -> None:
         _scalar_spec(env.reward_spec(), "reward")
         _scalar_spec(env.discount_spec(), "discount")
         self.env = env
         self.make_seeded = make_seeded
+        self.reseed = reseed
         self.observation_space = spec_to_space(env.observation_spec())
         self.action_space = spec_to_space(env.action_spec())
         self._action_spec = env.action_spec()
@@ -129,7 +133,9 @@ class DmEnvToGymnasium(gym.Env):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         super().reset(seed=seed)
-        if seed is not None and self.make_seeded is not None:
+        if seed is not None and self.reseed is not None:
+            self.reseed(self.env, seed)
+        elif seed is not None and self.make_seeded is not None:
             self.env.close()
             self.env = self.make_seeded(seed)
         timestep = self.env.reset()
