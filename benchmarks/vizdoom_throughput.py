@@ -8,8 +8,9 @@ resized to 128x72 RGB, frame skip 4 (Sample Factory's doom defaults and shoal's)
 a feed-forward conv net on CPU (shoal: the Nature CNN; Sample Factory: its convnet_simple,
 `--use_rnn=False`, so neither pays for a recurrent core). Frames are game tics, 4 per agent
 step. Each system trains for `--seconds`; shoal's figure is the median of its logged rates over
-the second half of the run, Sample Factory's the last of its "Fps is (10 sec: ..., 60 sec: ...)"
-60-second figures. The load average is printed before each, since the machine may be shared.
+the second half of the run (every 512 steps, the first row left out: its rate counts start-up),
+Sample Factory's the last of its "Fps is (10 sec: ..., 60 sec: ...)" 60-second figures. The
+load average is printed before each, since the machine may be shared.
 
 Sample Factory runs from its own virtual environment (gymnasium < 1, numpy < 2) with vizdoom
 installed in it: --sf-python, else peers/sf/bin/python (bash ../shared/peers/setup_sample_factory.sh
@@ -70,7 +71,7 @@ def shoal_fps(
         "--eval-episodes",
         "0",
         "--log-interval",
-        "2048",
+        "512",
         "--agent.torso",
         "nature_cnn",
         *(["--env.vizdoom-scenario-dir", scenario_dir] if scenario_dir else []),
@@ -79,7 +80,10 @@ def shoal_fps(
     with open(runs_dir / f"{name}.log", "w") as log:
         subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT)
     rows = [json.loads(line) for line in (runs_dir / name / "metrics.jsonl").open()]
-    late = [row for row in rows if row["time"] >= seconds / 2] or rows[-1:]
+    # The first row's rate counts from the start, env start-up included (vizdoom starts an
+    # engine per env, seconds each on a busy machine); SF's 60-second figure leaves it out too.
+    running = rows[1:] or rows
+    late = [row for row in running if row["time"] >= seconds / 2] or running[-3:]
     return FRAME_SKIP * statistics.median(row["steps_per_second"] for row in late)
 
 

@@ -198,7 +198,7 @@ def code_to_import(data: dict[str, Any]) -> list[str]:
     found = []
     env = data.get("env")
     factory = isinstance(env, str) and ":" in env and not is_env_object(env)
-    if factory and not env.startswith("minatar:"):
+    if factory and not env.startswith(("minatar:", "vizdoom:")):  # families, not modules
         found.append((env.partition(":")[0], f"env {env!r}"))
     env_config = data.get("env_config")
     if isinstance(env_config, dict) and env_config.get("import_module"):

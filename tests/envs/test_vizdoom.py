@@ -162,3 +162,10 @@ def test_vector_envs_step_scenarios_in_process_and_in_workers(vector: str) -> No
     # each game's engine process ends with it, also when it ran in a worker
     _, alive = psutil.wait_procs(engines, timeout=10)
     assert alive == []
+
+
+def test_a_vizdoom_run_is_no_code_to_trust() -> None:
+    from shoal.experiment import code_to_import
+
+    assert code_to_import({"env": "vizdoom:basic"}) == []
+    assert code_to_import({"env": "my_pkg.envs:make"}) != []
