@@ -94,6 +94,12 @@ class Policy:
         """Take weights published by the learner (`Learner.weights`)."""
         self.net.load_state_dict(weights)
 
+    def apply_settings(self, config: Any) -> None:
+        """Act with `config` from the next step on: a PBT exploit's new settings (fields in
+        `Agent.mutable`; the others equal the policy's). Policies whose acting reads none of
+        them (most) ignore it; DQN's epsilon-greedy takes its exploration rates here."""
+        return None
+
     def observe(self, slots: np.ndarray, rewards: np.ndarray, ended: np.ndarray) -> None:
         """What the rows' last actions led to (`[n]` each): every reward reaches the policy
         here, the last of an episode too, which `step` never sees (Agent57's meta-controller

@@ -57,6 +57,9 @@ class Driver:
         self.counts = self.counter.counts  # launcher events, e.g. actor restarts
         # The union of the acting policies' newest `Policy.state_dict`s (Agent57's bandits).
         self.policy_state: dict[str, Any] = {}
+        # The policies acting in this process (inline runs), which take new settings while
+        # the run goes on (`Policy.apply_settings`, from `shoal tune`'s exploits).
+        self.acting_policies: list[Any] = []
         if resume is not None:
             self.policy_state.update(resume.get("policies", {}))
             counter = self.counter

@@ -86,6 +86,7 @@ def _in_turn(driver: Driver, program: Program) -> None:
         stop=driver.should_stop,
         run_steps=driver.counter.env_steps,
     )
+    driver.acting_policies.append(actor.acting.policy)
     try:
         while not driver.should_stop():
             if shared:  # one network: only the version moves
@@ -173,6 +174,7 @@ def _overlapped(driver: Driver, program: Program) -> None:
         stop=driver.should_stop,
         run_steps=driver.counter.env_steps,
     )
+    driver.acting_policies.append(actor.acting.policy)
     thread = _ActorThread(actor)
     thread.start()
     try:
@@ -194,6 +196,7 @@ def _central(driver: Driver, program: Program) -> None:
     board = WeightsBoard()
     net = program.agent.make_networks(program.spec, program.agent_config).to(device)
     hub = CentralActing(program, net, [table], board, driver.policy_state, driver.counter.env_steps)
+    driver.acting_policies.append(hub.acting.policy)
     loop = LearnerLoop(learner, table, board, (hub.metrics,), _progress(driver))
     envs = [
         make_vector_env(

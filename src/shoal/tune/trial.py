@@ -155,9 +155,12 @@ class TrialRun:
         counter.recent_lengths.extend(payload["recent_lengths"])
 
     def apply(self, agent_config: Any) -> None:
-        """Learn with `agent_config` from now on (fields outside `Agent.mutable` unchanged)."""
+        """Learn and act with `agent_config` from now on (fields outside `Agent.mutable`
+        unchanged): the learner's settings, and the acting policies' (DQN's epsilon)."""
         if self.program.agent.mutable:
             self.learner.apply_settings(agent_config)
+            for policy in self._paused_driver().acting_policies:
+                policy.apply_settings(agent_config)
         resolved = dataclasses.replace(self.resolved, agent_config=agent_config)
         self.resolved = resolved
         write_atomically(self.run_dir / experiment.CONFIG_FILE, dump_yaml(resolved.as_dict()))
