@@ -11,6 +11,9 @@ member paused) to the first step after it (resumed), and `exploit_copy_s`, the c
     python benchmarks/pbt_minatar.py                       # 8 members, 3 repetitions
     python benchmarks/pbt_minatar.py --algo impala --reps 1
     python benchmarks/pbt_minatar.py --smoke               # 2 members, a tiny budget
+    python benchmarks/pbt_minatar.py --side pbt --out pbt.json     # the sides apart (e.g.
+    python benchmarks/pbt_minatar.py --side fifo --out fixed.json  # at once), then
+    python benchmarks/pbt_minatar.py --combine pbt.json fixed.json --plot docs/pbt_minatar.png
 
 The full run needs 2 x 8 x 3 runs of `--total-steps` each: hours on a 2-core machine.
 """
@@ -59,7 +62,27 @@ def main() -> None:
     parser.add_argument(
         "--smoke", action="store_true", help="2 members, 6,144 steps each, 1 repetition"
     )
+    parser.add_argument(
+        "--side", choices=SIDES, default=None, help="run only this side (see --combine)"
+    )
+    parser.add_argument(
+        "--combine",
+        nargs=2,
+        metavar=("PBT_JSON", "FIXED_JSON"),
+        help="print (and --plot) the figures of two --side runs' --out files",
+    )
     args = parser.parse_args()
+    if args.combine:
+        figures = [
+            {**a, **b}
+            for a, b in zip(*(json.loads(Path(f).read_text()) for f in args.combine), strict=True)
+        ]
+        for rep, sides in enumerate(figures):
+            _print(rep, sides, args)
+        if args.plot:
+            _plot(figures[0], args, Path(args.plot))
+            print(f"curves of repetition 0: {args.plot}")
+        return
     if args.smoke:
         args.population, args.total_steps, args.num_envs = 2, 6144, 8
         args.log_interval, args.reps = 1024, 1
@@ -89,12 +112,14 @@ def main() -> None:
                 jobs = {s: pool.submit(_side, args, s, rep, root, agent, run) for s in SIDES}
                 sides = {s: job.result() for s, job in jobs.items()}
         else:
-            sides = {s: _side(args, s, rep, root, agent, run) for s in SIDES}
+            chosen = [args.side] if args.side else SIDES
+            sides = {s: _side(args, s, rep, root, agent, run) for s in chosen}
         figures.append(sides)
-        _print(rep, sides, args)
+        if len(sides) == len(SIDES):
+            _print(rep, sides, args)
         if args.out:
             Path(args.out).write_text(json.dumps(figures, indent=2) + "\n")
-    if args.plot:
+    if args.plot and len(figures[0]) == len(SIDES):
         _plot(figures[0], args, Path(args.plot))
         print(f"curves of repetition 0: {args.plot}")
 

@@ -160,6 +160,30 @@ def set_learning_rate(optimizer: Any, learning_rate: float) -> None:
         optimizer.lr = learning_rate
 
 
+def learning_rates(learner: Any) -> list[float]:
+    """The learning rates the learner's optimisers will step with: every param group of
+    every torch optimiser, and the `lr` of shoal's `Adam`, among its attributes."""
+    rates = []
+    for name, value in sorted(vars(learner).items()):
+        if "optim" not in name or value is None:
+            continue
+        groups = getattr(value, "param_groups", None)
+        if groups is not None:
+            rates.extend(float(group["lr"]) for group in groups)
+        elif hasattr(value, "lr"):
+            rates.append(float(value.lr))
+    return rates
+
+
+def continue_from(learner: Any, state: Mapping[str, Any]) -> None:
+    """Load another learner's `state` (a PBT exploit) into `learner`, keeping its version
+    growing: actors take weights newer than theirs, and an on-policy queue drops unrolls older
+    than the learner."""
+    version = learner.version
+    learner.load_state_dict(state)
+    learner.version = max(version, learner.version)
+
+
 class NetworkLearner:
     """Weights and checkpoints for learners that hold `net`, `optimizer` and `version`."""
 

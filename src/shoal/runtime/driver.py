@@ -107,6 +107,11 @@ class Driver:
         """Seed of the first env; a resumed run meets new episodes rather than replaying them."""
         return self.program.seed + 1_000_003 * self.resume_count
 
+    def attach_learner(self, handle: Any) -> None:
+        """The learner's Ray actor (`--runtime ray`), before any learn call; inline runs hand
+        the learner itself to `restore`. Nothing to do here: `shoal tune`'s trials keep it."""
+        return None
+
     def restore(self, learner: Any) -> None:
         """Load the learner (and torch's generator) from the checkpoint being resumed."""
         if self.resume is not None:
