@@ -169,3 +169,126 @@ def _wait_for_checkpoints(exp_dir: Path, process: subprocess.Popen, trials: int)
             return
         time.sleep(0.5)
     raise AssertionError("the trials wrote no checkpoint in time")
+
+
+@pytest.mark.slow  # 8.5 min at load 130, where a rebuilt member's roles missed placement
+def test_runtime_ray_trials_place_their_roles_as_train_does_and_exploit_in_place(
+    ray_cluster, tmp_path
+):
+    """--runtime ray: each trial's learner and actor are Ray actors, the actor on the node
+    with its resource as `shoal train` places it, and a PBT exploit reaches the learner in its
+    own process (the in-place path, which times its copy) at the mutated rate."""
+    _, worker = ray_cluster
+    result = tune(
+        "ppo",
+        "CartPole-v1",
+        space={"agent.learning_rate": {"loguniform": [1.0e-4, 1.0e-2]}},
+        scheduler="pbt",
+        population=2,
+        perturbation_interval=512,
+        agent={"anneal_lr": False},
+        run={
+            **RUN,
+            "total_steps": 3072,
+            "eval_episodes": 0,
+            "runtime": "ray",
+            "actors": 1,
+            "num_envs": 8,
+            "actor_resources": "actor_node=1",
+            "runs_dir": str(tmp_path),
+            "run_name": "pbt-ray",
+        },
+        verbose=0,
+    )
+    from ray.tune import ExperimentAnalysis
+
+    frames = ExperimentAnalysis(str(result.experiment_dir)).trial_dataframes
+    assert len(frames) == 2
+    in_place = 0
+    for frame in frames.values():
+        assert (frame["optimizer_lr"] - frame["config/agent/learning_rate"]).abs().max() < 1e-12
+        in_place += int(frame["exploit_copy_s"].notna().any())
+    assert in_place >= 1  # an exploit copied into a live remote learner, nothing rebuilt
+    for row in result.rows:
+        run_dir = Path(row["run_dir"])
+        placement = json.loads((run_dir / "ray_actors.json").read_text())
+        assert placement["actor0"]["node_id"] == worker.node_id
+        assert placement["learner"]["pid"] not in {
+            int(p) for f in frames.values() for p in f["pid"]
+        }
+        steps = _steps(run_dir)
+        assert steps == sorted(set(steps)) and steps[-1] >= 3072
+
+
+def _ray_trial(runs: Path, name: str, learning_rate: float) -> dict:
+    run = {**RUN, "total_steps": 2048, "eval_episodes": 0, "runtime": "ray", "actors": 1}
+    run.update(num_envs=8, actor_resources="actor_node=1")
+    shoal = {"algo": "ppo", "env": "CartPole-v1", "seed": 0, "config_file": None}
+    shoal.update(agent={"anneal_lr": False}, run=run, env_config={}, runs_dir=str(runs))
+    shoal.update(metric="return_mean", run_name=name)
+    return {"shoal": shoal, "agent": {"learning_rate": learning_rate}, "run": {}}
+
+
+def test_a_runtime_ray_exploit_reaches_the_remote_learner_in_place(ray_cluster, tmp_path):
+    """Driven as Tune drives a reused member (reset, then restore from the donor): the
+    recipient's learner, a Ray actor, takes the donor's weights and then its own mutated rate,
+    and no role is started again (ray_actors.json keeps the same processes)."""
+    from shoal.tune.trainable import ShoalTrainable
+    from shoal.tune.trial import RemoteLearner
+
+    _, worker = ray_cluster
+    donor = ShoalTrainable(config=_ray_trial(tmp_path, "donor", 1.0e-3))
+    recipient = ShoalTrainable(config=_ray_trial(tmp_path, "recipient", 5.0e-3))
+    placement_file = tmp_path / "recipient" / "ray_actors.json"
+    try:
+        donor.train()
+        before = recipient.train()
+        learner = recipient._run.learner
+        assert isinstance(learner, RemoteLearner)
+        placed = json.loads(placement_file.read_text())
+        assert placed["actor0"]["node_id"] == worker.node_id  # as shoal train places it
+        assert placed["learner"]["pid"] != os.getpid()
+        checkpoint = donor.save()
+        donor_weights = donor._run.learner.state_dict()["network"]
+
+        assert recipient.reset(_ray_trial(tmp_path, "recipient", 7.0e-3))
+        recipient.restore(checkpoint)
+        assert recipient._run.learner is learner
+        assert learner.learning_rates() == [pytest.approx(7.0e-3)]
+        mine = learner.state_dict()["network"]
+        assert all((mine[k] == donor_weights[k]).all() for k in donor_weights)
+        after = recipient.train()
+        assert after["optimizer_lr"] == pytest.approx(7.0e-3)
+        assert after["exploits"] == 1 and after["exploit_copy_s"] == after["exploit_copy_s"]
+        assert after["env_steps"] > before["env_steps"]
+        assert json.loads(placement_file.read_text()) == placed  # no role started again
+    finally:
+        donor.stop()
+        recipient.stop()
+
+
+def test_runtime_ray_trials_reserve_a_bundle_per_role():
+    from shoal.tune.search import _Asked, _plan, _trial_resources
+
+    asked = _Asked(
+        algo="ppo",
+        env="CartPole-v1",
+        seed=0,
+        config_file=None,
+        agent={},
+        run={"runtime": "ray", "actors": 2, "num_envs": 8, "actor_resources": "actor_node=1"},
+        env_config={},
+        space={"agent.learning_rate": {"loguniform": [1.0e-4, 1.0e-2]}},
+        space_file=None,
+        scheduler="fifo",
+        samples=2,
+        population=2,
+        metric="return_mean",
+        mode="max",
+        perturbation_interval=None,
+        cpus_per_trial=1.0,
+    )
+    bundles = _trial_resources(_plan(asked)).bundles
+    assert bundles[0] == {"CPU": 1.0}  # the trial's own process
+    assert bundles[1]["CPU"] >= 1  # the learner
+    assert bundles[2:] == [{"CPU": bundles[2]["CPU"], "actor_node": 1.0}] * 2

@@ -94,6 +94,12 @@ class Policy:
         """Take weights published by the learner (`Learner.weights`)."""
         self.net.load_state_dict(weights)
 
+    def apply_settings(self, config: Any) -> None:
+        """Act with `config` from the next step on: a PBT exploit's new settings (fields in
+        `Agent.mutable`; the others equal the policy's). Policies whose acting reads none of
+        them (most) ignore it; DQN's epsilon-greedy takes its exploration rates here."""
+        return None
+
     def observe(self, slots: np.ndarray, rewards: np.ndarray, ended: np.ndarray) -> None:
         """What the rows' last actions led to (`[n]` each): every reward reaches the policy
         here, the last of an episode too, which `step` never sees (Agent57's meta-controller
@@ -152,6 +158,30 @@ def set_learning_rate(optimizer: Any, learning_rate: float) -> None:
             group["lr"] = learning_rate
     else:
         optimizer.lr = learning_rate
+
+
+def learning_rates(learner: Any) -> list[float]:
+    """The learning rates the learner's optimisers will step with: every param group of
+    every torch optimiser, and the `lr` of shoal's `Adam`, among its attributes."""
+    rates = []
+    for name, value in sorted(vars(learner).items()):
+        if "optim" not in name or value is None:
+            continue
+        groups = getattr(value, "param_groups", None)
+        if groups is not None:
+            rates.extend(float(group["lr"]) for group in groups)
+        elif hasattr(value, "lr"):
+            rates.append(float(value.lr))
+    return rates
+
+
+def continue_from(learner: Any, state: Mapping[str, Any]) -> None:
+    """Load another learner's `state` (a PBT exploit) into `learner`, keeping its version
+    growing: actors take weights newer than theirs, and an on-policy queue drops unrolls older
+    than the learner."""
+    version = learner.version
+    learner.load_state_dict(state)
+    learner.version = max(version, learner.version)
 
 
 class NetworkLearner:

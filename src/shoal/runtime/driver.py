@@ -59,6 +59,9 @@ class Driver:
         self.gauges: dict[str, float] = {}
         # The union of the acting policies' newest `Policy.state_dict`s (Agent57's bandits).
         self.policy_state: dict[str, Any] = {}
+        # The policies acting in this process (inline runs), which take new settings while
+        # the run goes on (`Policy.apply_settings`, from `shoal tune`'s exploits).
+        self.acting_policies: list[Any] = []
         if resume is not None:
             self.policy_state.update(resume.get("policies", {}))
             counter = self.counter
@@ -105,6 +108,11 @@ class Driver:
     def env_seed(self) -> int:
         """Seed of the first env; a resumed run meets new episodes rather than replaying them."""
         return self.program.seed + 1_000_003 * self.resume_count
+
+    def attach_learner(self, handle: Any) -> None:
+        """The learner's Ray actor (`--runtime ray`), before any learn call; inline runs hand
+        the learner itself to `restore`. Nothing to do here: `shoal tune`'s trials keep it."""
+        return None
 
     def restore(self, learner: Any) -> None:
         """Load the learner (and torch's generator) from the checkpoint being resumed."""

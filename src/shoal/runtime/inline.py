@@ -98,7 +98,7 @@ def _actors(
 ) -> list[Actor]:
     """The layout's actors (one, unless the data path asks for `--actors`), actor i's envs
     seeded from `env_seed + 10_000 i` as on ray; `net`: the learner's, shared (in turn)."""
-    return [
+    actors = [
         build_actor(
             program,
             i,
@@ -112,6 +112,8 @@ def _actors(
         )
         for i in range(program.layout.actors)
     ]
+    driver.acting_policies.extend(actor.acting.policy for actor in actors)
+    return actors
 
 
 def _table(driver: Driver, program: Program) -> Table:
@@ -213,6 +215,7 @@ def _central(driver: Driver, program: Program) -> None:
     board = WeightsBoard()
     net = program.agent.make_networks(program.spec, program.agent_config).to(device)
     hub = CentralActing(program, net, [table], board, driver.policy_state, driver.counter.env_steps)
+    driver.acting_policies.append(hub.acting.policy)
     loop = LearnerLoop(learner, table, board, (hub.metrics,), _progress(driver))
     envs = [
         make_vector_env(

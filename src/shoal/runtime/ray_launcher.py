@@ -23,7 +23,7 @@ import contextlib
 import json
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -59,7 +59,10 @@ def run_ray(
     resume: dict[str, Any] | None = None,
     callbacks: Sequence[Callback] = (),
     started: float | None = None,
+    driver_class: Callable[..., Driver] = Driver,
 ) -> Driver:
+    """`driver_class`: a `Driver` subclass (`shoal tune`'s trials are given the learner's
+    handle by `Driver.attach_learner`)."""
     import ray
 
     run = program.run
@@ -78,7 +81,9 @@ def run_ray(
         carried: dict[str, int] = {}
         restarts = 0  # of the learner, by this command
         while True:
-            launched = _launch(ray, program, resume, callbacks, started, carried, restarts)
+            launched = _launch(
+                ray, program, resume, callbacks, started, carried, restarts, driver_class
+            )
             if isinstance(launched, Driver):
                 return launched
             resume, started, carried = launched  # the learner died: again, from a checkpoint
@@ -96,6 +101,7 @@ def _launch(
     started: float | None,
     carried: dict[str, int],
     restarts: int,
+    driver_class: Callable[..., Driver] = Driver,
 ) -> Driver | tuple[dict[str, Any] | None, float, dict[str, int]]:
     """One attempt of the run: every role started (from `resume`), then the driver's loop.
     Returns the driver, or, when the learner's process died and may be restarted, what the
@@ -105,7 +111,7 @@ def _launch(
     handles: list[Any] = []
     prefix = f"shoal-{uuid.uuid4().hex[:12]}"  # actors find each other by these names
     try:
-        with Driver(program, resume, callbacks, started) as driver:
+        with driver_class(program, resume, callbacks, started) as driver:
             driver.counts.update(carried)
             shards = _start_shards(ray, program, prefix) if program.data_path().sharded else []
             handles += shards
@@ -131,6 +137,7 @@ def _launch(
                 driver.policy_state,
             )
             handles.append(learner)
+            driver.attach_learner(learner)
             actors = _start_actors(ray, program, driver, prefix, len(shards), central)
             handles += actors
             _wait_placed(ray, [*actors, learner, *shards])

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from shoal.agents.base import continue_from, learning_rates
 from shoal.envs.registry import make_vector_env
 from shoal.runtime.actor import ActorStats, build_actor
 from shoal.runtime.central import CentralActing, EnvLoop, EnvStep
@@ -143,6 +144,21 @@ class LearnerProcess:
 
     def state_dict(self) -> dict:
         return self.loop.state_dict()
+
+    # `shoal tune`'s calls, made while the driver waits between two metrics rows (no learn
+    # call in flight).
+
+    def take_state(self, state: dict) -> None:
+        """Continue from another member's learner state (a PBT exploit), published at once."""
+        continue_from(self.loop.learner, state)
+        self.board.offer(self.loop.learner)
+
+    def apply_settings(self, config: Any) -> None:
+        """Learn with `config` from now on (`Learner.apply_settings`)."""
+        self.loop.learner.apply_settings(config)
+
+    def learning_rates(self) -> list[float]:
+        return learning_rates(self.loop.learner)
 
     def close(self) -> None:
         if self.hub is not None:

@@ -193,11 +193,6 @@ def _plan(asked: _Asked) -> _Plan:
     resolved = experiment.resolve(
         asked.algo, asked.env, asked.seed, asked.config_file, asked.agent, run, asked.env_config
     )
-    if resolved.run.runtime != "inline":
-        raise ConfigError(
-            "shoal tune runs each trial inline, in its Tune process (one per trial, placed by "
-            "Ray on the cluster); --runtime ray trials are not supported. Leave out --runtime."
-        )
     source = "the space" if asked.space is not None else asked.space_file
     if asked.space is not None:
         space = parse_space(asked.space, resolved.agent.config_cls, resolved.algo, "the space")
@@ -338,7 +333,7 @@ def _fit(plan: _Plan, exp_dir: Path, restore: bool, verbose: int) -> TuneResult:
 
     from shoal.tune.trainable import ShoalTrainable
 
-    trainable = ray_tune.with_resources(ShoalTrainable, {"cpu": plan.asked.cpus_per_trial})
+    trainable = ray_tune.with_resources(ShoalTrainable, _trial_resources(plan))
     param_space = {"shoal": _fixed(plan, exp_dir), **plan.space.to_tune()}
     if restore:
         if not ray_tune.Tuner.can_restore(str(exp_dir)):
@@ -370,6 +365,31 @@ def _fit(plan: _Plan, exp_dir: Path, restore: bool, verbose: int) -> TuneResult:
     print(f"experiment directory: {exp_dir}", flush=True)
     grid = tuner.fit()
     return _report(plan, exp_dir, grid)
+
+
+def _trial_resources(plan: _Plan) -> Any:
+    """What Tune reserves for a trial before starting it. Inline: its one process. With
+    --runtime ray, also a bundle per role, as `shoal train` asks for each (CPUs, GPUs, the
+    --*-resources); Tune's placement group captures the roles the trial starts, so a trial
+    starts only once all its roles fit, and they go where their resources are."""
+    from ray import tune as ray_tune
+
+    from shoal.runtime.config import parse_resources
+
+    run, cpus = plan.resolved.run, plan.asked.cpus_per_trial
+    if run.runtime != "ray":
+        return {"cpu": cpus}
+    learner = {"CPU": run.learner_cpus, "GPU": run.learner_gpus}
+    learner.update(parse_resources(run.learner_resources, "--learner-resources"))
+    actor = {"CPU": run.actor_cpus, **parse_resources(run.actor_resources, "--actor-resources")}
+    bundles = [{"CPU": cpus}, learner, *(dict(actor) for _ in range(run.actors))]
+    resolved = plan.resolved
+    spec = experiment.spec_of(resolved)
+    if resolved.agent.make_data_path(spec, resolved.agent_config, run_layout(run)).sharded:
+        replay = {"CPU": run.replay_cpus}
+        replay.update(parse_resources(run.replay_resources, "--replay-resources"))
+        bundles += [dict(replay) for _ in range(run.replay_shards)]
+    return ray_tune.PlacementGroupFactory([{k: v for k, v in b.items() if v} for b in bundles])
 
 
 def _fixed(plan: _Plan, exp_dir: Path) -> dict[str, Any]:
@@ -514,7 +534,13 @@ def _connect(plan: _Plan) -> None:
         ray_connect.connect(plan.address)
         return
     # Every trial at once, as shoal's ray launcher reserves every role.
-    need = math.ceil(plan.trials * plan.asked.cpus_per_trial)
+    resources = _trial_resources(plan)
+    per_trial = (
+        sum(b.get("CPU", 0) for b in resources.bundles)
+        if hasattr(resources, "bundles")
+        else resources["cpu"]
+    )
+    need = math.ceil(plan.trials * per_trial)
     failure: Exception | None = None
     for _ in range(3):  # Ray gives a new node a fixed 30 s to register; a busy machine misses it
         try:

@@ -24,7 +24,7 @@ from ray import tune
 from shoal import config as configs
 from shoal import experiment
 from shoal.checkpoint import load_checkpoint, load_latest
-from shoal.tune.trial import TrialRun, learning_rates
+from shoal.tune.trial import TrialRun
 
 __all__ = ["CHECKPOINT_FILE", "ShoalTrainable", "resolve_trial"]
 
@@ -85,7 +85,7 @@ class ShoalTrainable(tune.Trainable):
             self._start()
         run = self._run
         assert run is not None
-        rates = learning_rates(run.learner) if run.learner is not None else []
+        rates = run.learning_rates() if run.learner is not None else []
         while True:
             row, done = run.next_row()
             if row is not None:
@@ -94,8 +94,8 @@ class ShoalTrainable(tune.Trainable):
                 break
         result = {k: v for k, v in self._last.items() if _number(v)}
         result.setdefault(self._metric, math.nan)
-        if not rates:
-            rates = learning_rates(run.learner)
+        if not rates and run.learner is not None:
+            rates = run.learning_rates()
         result.update(
             {
                 # What the optimisers stepped with after the last reset or restore.
@@ -191,10 +191,10 @@ class ShoalTrainable(tune.Trainable):
             self._drop()
             return True
         changed = _changed(old, self._resolved)
-        if changed and changed <= {f"agent.{n}" for n in old.agent.mutable}:
+        if changed and changed <= {f"agent.{n}" for n in old.agent.mutable} and run.takes_live():
             run.apply(self._resolved.agent_config)
             return True
-        if changed:  # a setting the live learner cannot take: built again from its checkpoint
+        if changed:  # a setting the live run cannot take: built again from its checkpoint
             self._drop()
         return True
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from shoal import experiment
+from shoal.agents.base import Policy, continue_from, learning_rates
 from shoal.checkpoint import checkpoint_path
 from shoal.config import dump_yaml, write_atomically
 from shoal.errors import ShoalError, user_error
@@ -27,7 +28,7 @@ from shoal.runtime.callbacks import Callback
 from shoal.runtime.driver import Driver
 from shoal.runtime.inline import run_inline
 
-__all__ = ["TrialRun", "learning_rates"]
+__all__ = ["RemoteLearner", "TrialRun", "learning_rates"]
 
 SUMMARY_FILE = "summary.json"
 
@@ -66,7 +67,11 @@ class TrialRun:
 
     def _main(self) -> None:
         try:
-            driver = run_inline(
+            if self.resolved.run.runtime == "ray":  # the actors and learner as Ray actors
+                from shoal.runtime.ray_launcher import run_ray as runner
+            else:
+                runner = run_inline
+            driver = runner(
                 self.program,
                 self._resume,
                 callbacks=[_HandOver(self)],
@@ -140,12 +145,10 @@ class TrialRun:
         step, episode and update counters stay this run's; the recent returns are the
         donor's (the policy they measure is now the donor's)."""
         driver = self._paused_driver()
-        learner = self.learner
-        version = learner.version
-        learner.load_state_dict(payload["learner"])
-        # Versions only grow: actors take weights newer than theirs, and an on-policy queue
-        # drops unrolls older than the learner.
-        learner.version = max(version, learner.version)
+        if isinstance(self.learner, RemoteLearner):
+            self.learner.take_state(payload["learner"])
+        else:
+            continue_from(self.learner, payload["learner"])
         self.apply(agent_config)
         driver.policy_state.update(payload.get("policies", {}))
         counter = driver.counter
@@ -155,12 +158,29 @@ class TrialRun:
         counter.recent_lengths.extend(payload["recent_lengths"])
 
     def apply(self, agent_config: Any) -> None:
-        """Learn with `agent_config` from now on (fields outside `Agent.mutable` unchanged)."""
+        """Learn and act with `agent_config` from now on (fields outside `Agent.mutable`
+        unchanged): the learner's settings, and the acting policies' (DQN's epsilon)."""
         if self.program.agent.mutable:
             self.learner.apply_settings(agent_config)
+            for policy in self._paused_driver().acting_policies:
+                policy.apply_settings(agent_config)
         resolved = dataclasses.replace(self.resolved, agent_config=agent_config)
         self.resolved = resolved
         write_atomically(self.run_dir / experiment.CONFIG_FILE, dump_yaml(resolved.as_dict()))
+
+    def learning_rates(self) -> list[float]:
+        """The rates the learner's optimisers step with now."""
+        if isinstance(self.learner, RemoteLearner):
+            return self.learner.learning_rates()
+        return learning_rates(self.learner)
+
+    def takes_live(self) -> bool:
+        """Whether new settings reach everything that reads them without a rebuild: the
+        learner always; a policy that reads settings (`Policy.apply_settings`, DQN's
+        epsilon) only where it acts in this process (inline runs)."""
+        reads = self.program.agent.make_policy
+        reads_settings = getattr(reads, "apply_settings", Policy.apply_settings)
+        return self.resolved.run.runtime != "ray" or reads_settings is Policy.apply_settings
 
     def abandon(self) -> None:
         """Stop the run where it is, without a final checkpoint or evaluation."""
@@ -193,9 +213,43 @@ class _TrialDriver(Driver):
             payload, trial.pending_exploit = trial.pending_exploit, None
             trial.exploit(payload, trial.resolved.agent_config)
 
+    def attach_learner(self, handle: Any) -> None:
+        """`--runtime ray`: the learner is a Ray actor, driven through its handle."""
+        trial = self.trial
+        trial.learner = RemoteLearner(handle)
+        if trial.pending_exploit is not None:  # before the first learn call
+            payload, trial.pending_exploit = trial.pending_exploit, None
+            trial.exploit(payload, trial.resolved.agent_config)
+
     def finish(self, learner_state: dict[str, Any]) -> None:
         self.finishing = True
         super().finish(learner_state)
+
+
+class RemoteLearner:
+    """The learner of a `--runtime ray` trial, in its Ray process (`LearnerProcess`): what a
+    trial asks of a learner, as calls made while the driver waits between two rows (so no
+    learn call is in flight and the learner is idle)."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+
+    def _call(self, method: str, *args: Any) -> Any:
+        import ray
+
+        return ray.get(getattr(self.handle, method).remote(*args))
+
+    def state_dict(self) -> dict[str, Any]:
+        return self._call("state_dict")
+
+    def take_state(self, state: dict[str, Any]) -> None:
+        self._call("take_state", state)
+
+    def apply_settings(self, config: Any) -> None:
+        self._call("apply_settings", config)
+
+    def learning_rates(self) -> list[float]:
+        return self._call("learning_rates")
 
 
 class _HandOver(Callback):
@@ -204,21 +258,6 @@ class _HandOver(Callback):
 
     def on_row(self, row: dict[str, Any]) -> None:
         self.trial._hand_over(row)
-
-
-def learning_rates(learner: Any) -> list[float]:
-    """The learning rates the learner's optimisers will step with: every param group of
-    every torch optimiser, and the `lr` of shoal's `Adam`, among its attributes."""
-    rates = []
-    for name, value in sorted(vars(learner).items()):
-        if "optim" not in name or value is None:
-            continue
-        groups = getattr(value, "param_groups", None)
-        if groups is not None:
-            rates.extend(float(group["lr"]) for group in groups)
-        elif hasattr(value, "lr"):
-            rates.append(float(value.lr))
-    return rates
 
 
 def _write_summary(resolved: experiment.Resolved, run_dir: Path, driver: Driver) -> None:

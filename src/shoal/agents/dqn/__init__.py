@@ -19,13 +19,19 @@ AGENT = Agent(
     make_policy=DQNPolicy,
     make_learner=DQNLearner,
     make_data_path=make_data_path,
-    # What the learner reads from its config at each update (n-step returns and exploration
-    # are the actors', so gamma and epsilon are not here).
+    # What the learner reads from its config at each update, and the exploration rates the
+    # acting policy reads at each step (`DQNPolicy.apply_settings`). Gamma is not here: the
+    # actors' n-step returns already in replay were discounted with the old one.
     mutable=frozenset(
         {
             "learning_rate",
             "max_grad_norm",
             "huber_delta",
+            "epsilon_start",
+            "epsilon_end",
+            "epsilon_decay_steps",
+            "apex_epsilon",
+            "apex_alpha",
         }
     ),
 )

@@ -39,6 +39,10 @@ class DQNPolicy(Policy):
         self.layout = layout or Layout()
         self.rng = np.random.default_rng(seed)
 
+    def apply_settings(self, config: DQNConfig) -> None:
+        """New exploration rates (PBT), read by every step from now on."""
+        self.config = config
+
     def exploration_rates(self, inputs: StepInputs, mode: ActMode) -> np.ndarray:
         """The epsilon of each row of a step in `mode`."""
         if mode != "train":
