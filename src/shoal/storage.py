@@ -27,147 +27,36 @@ import secrets
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
 
+from shoal.buckets import Bucket, is_url, join, open_bucket, unreachable, write_text
 from shoal.errors import CheckpointError, ConfigError, StorageError
+
+__all__ = [
+    "Bucket",
+    "RunStore",
+    "UploadError",
+    "create_run",
+    "fetch",
+    "is_url",
+    "join",
+    "open_bucket",
+    "open_run",
+    "read_files",
+    "write_text",
+]
 
 CONFIG_FILE = "config.yaml"  # as experiment.CONFIG_FILE, the marker of a run directory
 SUMMARY_FILE = "summary.json"
 STAGING_ENV = "SHOAL_STAGING_DIR"
-_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _CHECKPOINT = re.compile(r"^checkpoints/step-\d{12}\.pt$")
 # Pulled only when needed: a resume pulls the snapshot its checkpoint names, and nothing reads
 # the videos back.
 _HEAVY = re.compile(r"^(checkpoints/step-\d{12}-[0-9a-f]{8}\.replay\d+|videos/.*)$")
-_EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs"}
 
 
 class UploadError(StorageError):
     """The bucket did not take the run's files; the staging folder keeps them."""
-
-
-def is_url(location: Any) -> bool:
-    """Whether `location` names a bucket (or any fsspec URL) rather than a local path."""
-    return isinstance(location, str) and _URL.match(location) is not None
-
-
-def join(location: str | os.PathLike[str], *names: str) -> str | Path:
-    """`location / name...`, for a URL or a path."""
-    if is_url(location):
-        return "/".join([str(location).rstrip("/"), *names])
-    return Path(location).joinpath(*names)
-
-
-@dataclass(frozen=True)
-class Bucket:
-    """A URL resolved by fsspec: its filesystem and its path there."""
-
-    fs: Any
-    path: str
-    url: str
-
-    def key(self, rel: str) -> str:
-        return f"{self.path.rstrip('/')}/{rel}"
-
-    def child(self, name: str) -> Bucket:
-        return Bucket(self.fs, self.key(name), f"{self.url.rstrip('/')}/{name}")
-
-    def files(self) -> dict[str, int]:
-        """Every object under this prefix: its path relative to the prefix, and its size."""
-        try:
-            self.fs.invalidate_cache()  # another process may have written since it was listed
-            found = self.fs.find(self.path, detail=True)
-        except FileNotFoundError:
-            return {}
-        except Exception as err:
-            raise _unreachable(self.url, err) from None
-        prefix = self.path.rstrip("/") + "/"
-        return {
-            name[len(prefix) :]: int(info.get("size") or 0)
-            for name, info in found.items()
-            if name.startswith(prefix) and info.get("type", "file") != "directory"
-        }
-
-
-def open_bucket(url: str, what: str = "--runs-dir") -> Bucket:
-    """The bucket at `url`, checked to answer: a ConfigError for a URL fsspec cannot use or
-    whose package is missing, a StorageError for a bucket that cannot be reached or read."""
-    scheme = _URL.match(url).group(1).lower()  # type: ignore[union-attr]
-    try:
-        import fsspec
-
-        # Not a cached instance: one made before the credentials or endpoint changed.
-        fs, path = fsspec.core.url_to_fs(url, skip_instance_cache=True)
-    except ImportError as err:
-        extra = _EXTRAS.get(scheme)
-        how = f"pip install 'shoal[{extra}]'" if extra else f"install fsspec's {scheme} package"
-        raise ConfigError(
-            f"{what} {url} needs a package that is not installed ({err}). Install it with "
-            f"`{how}`, or pass a local folder."
-        ) from None
-    except (ValueError, TypeError) as err:
-        raise ConfigError(
-            f"{what} {url} is not a URL shoal can write to ({err}). Pass a local folder or a "
-            "bucket URL such as s3://BUCKET/runs, gs://BUCKET/runs or file:///shared/runs."
-        ) from None
-    if "file" in _protocols(fs):
-        fs.auto_mkdir = True  # a folder's files need their folders; a bucket's keys do not
-    bucket = Bucket(fs, path, url)
-    _check_reachable(bucket, what)
-    return bucket
-
-
-def _check_reachable(bucket: Bucket, what: str) -> None:
-    fs, path = bucket.fs, bucket.path
-    if "file" in _protocols(fs):
-        try:
-            fs.makedirs(path, exist_ok=True)
-        except OSError as err:
-            raise ConfigError(
-                f"Cannot create {what} {bucket.url}: {err.strerror or err}. Pass a folder you "
-                "can write to."
-            ) from None
-        return
-    top = path.strip("/").split("/")[0]
-    if not top:
-        raise ConfigError(
-            f"{what} {bucket.url} names no bucket; pass one with a folder in it, e.g. "
-            "s3://BUCKET/runs."
-        )
-    try:
-        fs.ls(top if "memory" not in _protocols(fs) else "/", detail=False)
-    except FileNotFoundError:
-        raise ConfigError(
-            f"{what} {bucket.url}: the bucket {top!r} does not exist (or these credentials "
-            "cannot see it). Create it first, or pass another bucket."
-        ) from None
-    except Exception as err:
-        raise _unreachable(bucket.url, err, what) from None
-
-
-def _protocols(fs: Any) -> tuple[str, ...]:
-    protocol = fs.protocol
-    return (protocol,) if isinstance(protocol, str) else tuple(protocol)
-
-
-def _unreachable(url: str, err: BaseException, what: str = "The run at") -> StorageError:
-    reason = (str(err).strip().splitlines() or [""])[0]
-    scheme = _URL.match(url).group(1).lower()  # type: ignore[union-attr]
-    hint = _CREDENTIALS.get(_EXTRAS.get(scheme, ""), "the filesystem's credentials")
-    return StorageError(
-        f"{what} {url} cannot be reached or read ({type(err).__name__}: {reason:.200}). "
-        f"Check the network and {hint}, then run the command again."
-    )
-
-
-_CREDENTIALS = {
-    "s3": "the bucket's credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or "
-    "AWS_PROFILE; AWS_ENDPOINT_URL for an S3-compatible store such as MinIO)",
-    "gcs": "the bucket's credentials (GOOGLE_APPLICATION_CREDENTIALS, or `gcloud auth "
-    "application-default login`)",
-}
 
 
 class RunStore:
@@ -255,7 +144,7 @@ class RunStore:
             except FileNotFoundError:
                 continue
             except Exception as err:
-                raise _unreachable(bucket.url, err) from None
+                raise unreachable(bucket.url, err) from None
             stat = target.stat()
             self._synced[rel] = (stat.st_size, stat.st_mtime_ns)
 
@@ -399,7 +288,7 @@ def fetch(location: str) -> tuple[Path, RunStore]:
     try:
         is_file = bucket.fs.isfile(bucket.path)
     except Exception as err:
-        raise _unreachable(url, err) from None
+        raise unreachable(url, err) from None
     if not is_file:
         store = open_run(url, writing=False)
         return store.local, store
@@ -411,17 +300,8 @@ def fetch(location: str) -> tuple[Path, RunStore]:
         bucket.fs.get_file(bucket.path, str(store.local / name))
     except Exception as err:
         store.close()
-        raise _unreachable(url, err) from None
+        raise unreachable(url, err) from None
     return store.local / name, store
-
-
-def write_text(url: str, text: str) -> None:
-    """Put `text` at `url` in one request (an object appears whole or not at all)."""
-    bucket = open_bucket(url, "The file")
-    try:
-        bucket.fs.pipe_file(bucket.path, text.encode())
-    except Exception as err:
-        raise _unreachable(url, err, "The file") from None
 
 
 def read_files(url: str, wanted: Callable[[str], bool]) -> RunStore:
