@@ -171,13 +171,13 @@ def _wait_for_checkpoints(exp_dir: Path, process: subprocess.Popen, trials: int)
     raise AssertionError("the trials wrote no checkpoint in time")
 
 
-@pytest.mark.slow  # 8.5 min at load 130, where a rebuilt member's roles missed placement
-def test_runtime_ray_trials_place_their_roles_as_train_does_and_exploit_in_place(
-    ray_cluster, tmp_path
-):
-    """--runtime ray: each trial's learner and actor are Ray actors, the actor on the node
-    with its resource as `shoal train` places it, and a PBT exploit reaches the learner in its
-    own process (the in-place path, which times its copy) at the mutated rate."""
+@pytest.mark.slow  # 2.5 min at load 30, 7 min at load 40
+def test_runtime_ray_pbt_trials_place_their_roles_as_train_does(ray_cluster, tmp_path):
+    """--runtime ray under Tune's PBT: each trial's learner and actor are Ray actors, the actor
+    on the node with its resource as `shoal train` places it, and after every exploit the
+    optimiser steps at the member's mutated rate. (The cluster fits one member at a time, so
+    PBT takes turns and a member may be rebuilt from its checkpoint; the exploit in place on a
+    remote learner is the next test's.)"""
     _, worker = ray_cluster
     result = tune(
         "ppo",
@@ -204,11 +204,11 @@ def test_runtime_ray_trials_place_their_roles_as_train_does_and_exploit_in_place
 
     frames = ExperimentAnalysis(str(result.experiment_dir)).trial_dataframes
     assert len(frames) == 2
-    in_place = 0
+    exploits = 0
     for frame in frames.values():
         assert (frame["optimizer_lr"] - frame["config/agent/learning_rate"]).abs().max() < 1e-12
-        in_place += int(frame["exploit_copy_s"].notna().any())
-    assert in_place >= 1  # an exploit copied into a live remote learner, nothing rebuilt
+        exploits += int(frame["exploits"].max())
+    assert exploits >= 1
     for row in result.rows:
         run_dir = Path(row["run_dir"])
         placement = json.loads((run_dir / "ray_actors.json").read_text())

@@ -187,6 +187,7 @@ class ShoalTrainable(tune.Trainable):
         if not same_trial:  # Tune hands this process to another trial: its own count
             self._counts[old_dir] = self._exploits
             self._exploits = self._counts.get(self._run_dir, 0)
+            self._exploit_copy, self._exploit_pending = math.nan, False
         if run is None or run.finished or run.learner is None or not same_trial:
             self._drop()
             return True
