@@ -25,7 +25,7 @@ def _submit(slurm: SlurmCluster, root: Path, name: str) -> tuple[int, Path]:
     out = root / name
     command = [
         *("shoal", "train", "ppo", "--env", "CartPole-v1", "--runtime", "ray"),
-        *("--actors", "1", "--num-envs", "4", "--total-steps", "8000", "--eval-episodes", "2"),
+        *("--actors", "1", "--num-envs", "8", "--total-steps", "8000", "--eval-episodes", "2"),
         *("--progress", "false", "--runs-dir", str(root / "runs"), "--run-name", name),
     ]
     assert main(["launch", "slurm", "--out", str(out), "--name", name, "--", *command]) == 0

@@ -140,8 +140,11 @@ nodes_up() {{
   {run}ray status --address="$address" 2>/dev/null | grep -c -E '^ +1 node_' || true
 }}
 mkdir -p "$RAY_TMPDIR"
-# A loaded node can take Ray's head past its own start-up timeouts: try it three times. `ray
-# start --block` says "Ray runtime started." once the node is up, so nothing polls the head.
+# A loaded node can take Ray's head past its own start-up timeouts: try it three times, one
+# job's head starting at a time on a node (the lock goes with this script). `ray start --block`
+# says "Ray runtime started." once the node is up, so nothing polls the head.
+exec 9> /tmp/shoal-ray-start.lock
+flock -w 300 9 || echo "shoal: another job's Ray has been starting for 5 minutes; starting anyway"
 for attempt in 1 2 3; do
   {run}ray start --head --node-ip-address="$head_ip" --port="$base" \\
     --ray-client-server-port=$((base + 7)) --dashboard-port=$((base + 8)) \\
@@ -159,6 +162,7 @@ for attempt in 1 2 3; do
   (( attempt < 3 )) || exit 1
 done
 pids+=("$head")
+flock -u 9
 if (( SLURM_JOB_NUM_NODES > 1 )); then
   # One Ray worker on each other node; they share this job's ports and temp dir name.
   srun --nodes=$(( SLURM_JOB_NUM_NODES - 1 )) --ntasks=$(( SLURM_JOB_NUM_NODES - 1 )) \\
