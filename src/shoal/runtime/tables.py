@@ -347,9 +347,13 @@ class ShardedTables:
         raise RuntimeError("The learner samples the table shards; actors insert into them.")
 
     def stats(self) -> dict[str, float]:
-        """The shards' figures merged; a shard that does not answer within STATUS_WAIT_S
-        (gone, or being restarted) is left out."""
-        calls = [handle.stats.remote() for handle in self.handles]
+        """The shards' figures merged, asked only of shards that answer their status calls
+        (`_refresh`); one that does not answer within STATUS_WAIT_S is left out too. The
+        learner asks after every learn call, so a wait here for an absent shard would hold
+        learning back as much as one in `sample`."""
+        self._refresh()
+        asked = [h for h, answering in zip(self.handles, self.answering, strict=True) if answering]
+        calls = [handle.stats.remote() for handle in asked]
         ready, _ = self.ray.wait(calls, num_returns=len(calls), timeout=STATUS_WAIT_S)
         return self.merge_stats([row for call in ready if (row := self._answer(call, None))])
 
