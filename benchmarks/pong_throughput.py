@@ -184,11 +184,15 @@ def _run(args: argparse.Namespace, baseline: dict | None) -> None:
     results = {}
     try:
         for name, extra in configs:
-            try:
-                results[name] = shoal_fps(runs_dir, re.sub(r"\W+", "_", name), args.seconds, extra)
-            except subprocess.CalledProcessError as err:  # e.g. a local Ray that did not start
-                last = (err.stderr or "").strip().splitlines()[-1:] or ["no output"]
-                print(f"shoal {name:<14} failed: {last[0]}", flush=True)
+            run_name = re.sub(r"\W+", "_", name)
+            for attempt in (1, 2):  # a local Ray whose raylet did not start is started again
+                try:
+                    results[name] = shoal_fps(runs_dir, f"{run_name}{attempt}", args.seconds, extra)
+                    break
+                except subprocess.CalledProcessError as err:
+                    last = (err.stderr or "").strip().splitlines()[-1:] or ["no output"]
+                    print(f"shoal {name:<14} failed (attempt {attempt}): {last[0]}", flush=True)
+            if name not in results:
                 continue
             print(f"shoal {name:<14} {results[name]:8,.0f} frames/s", flush=True)
             if baseline is not None:

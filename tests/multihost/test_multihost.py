@@ -88,9 +88,19 @@ def _cut_and_restore(hosts: Hosts, run: Run, host: str, actors_on_it: int) -> di
     declared it dead, give it back, and wait until its actors are back. The rows of each
     phase and the seconds Ray took to declare the node dead."""
     total = 4
-    before = run.wait_for(lambda: _rows_with(run, "actors_live", total, 0, 3), "logged 3 rows")
+    run.wait_for(lambda: _rows_with(run, "actors_live", total, 0, 3), "logged 3 rows")
     cut_at_row, cut_at = len(run.rows()), time.monotonic()
     hosts.cut(host)
+    try:
+        return _while_cut(hosts, run, host, actors_on_it, cut_at_row, cut_at)
+    finally:
+        hosts.restore(host)  # for the module's next tests, whatever happened
+
+
+def _while_cut(
+    hosts: Hosts, run: Run, host: str, actors_on_it: int, cut_at_row: int, cut_at: float
+) -> dict:
+    total = 4
     address = hosts.hosts[host].address
     dead = re.compile(rf"Ray reports node \w+ \({re.escape(address)}\) dead: ([\w, ]+) ran there")
     said = run.wait_for(lambda: dead.search(run.output()), "said the node is dead", 120)
@@ -110,7 +120,6 @@ def _cut_and_restore(hosts: Hosts, run: Run, host: str, actors_on_it: int) -> di
         lambda: _rows_with(run, "actors_live", total, restored_at_row, 3), "logged rows after"
     )
     return {
-        "before": before,
         "during": during,
         "after": after,
         "detected_s": detected,

@@ -268,6 +268,7 @@ class ShardedTables:
         self._pending: list[Any] = []
         self._status: list[Any] = [None] * len(self.handles)  # each shard's status call out
         self._sent = np.zeros(len(self.handles))  # when it was sent
+        self.answering = np.ones(len(self.handles), bool)  # not a status call out too long
 
     def _answer(self, call: Any, otherwise: Any, within: float | None = None) -> Any:
         """`call`'s answer, or `otherwise` if its shard died or, given `within`, has not
@@ -281,24 +282,25 @@ class ShardedTables:
             return otherwise
 
     def _refresh(self) -> None:
-        """Each shard's priority total, from one status call out per shard. A shard that does
-        not answer within STATUS_WAIT_S weighs 0 until it does: a call to a shard whose
-        process or node is gone fails only after seconds, or, while Ray has no node to restart
-        it on, waits; the learner samples the others meanwhile. A call unanswered for
-        STATUS_RESEND_S is sent again (the restarted shard answers that one)."""
+        """Each shard's priority total, from one status call out per shard, taken without
+        waiting: a shard whose call has been out for STATUS_WAIT_S weighs 0 (and is not
+        waited at) until it answers. A call to a shard whose process or node is gone fails
+        only after seconds, or, while Ray has no node to restart it on, waits; the learner
+        samples the others meanwhile. A call out for STATUS_RESEND_S is sent again (the
+        restarted shard answers that one)."""
         now = time.monotonic()
         if now - self._refreshed <= SIZE_REFRESH_S:
             return
         for i, handle in enumerate(self.handles):
             if self._status[i] is None or now - self._sent[i] > STATUS_RESEND_S:
                 self._status[i], self._sent[i] = handle.status.remote(), now
-        ready, _ = self.ray.wait(self._status, num_returns=len(self._status), timeout=STATUS_WAIT_S)
+        ready, _ = self.ray.wait(self._status, num_returns=len(self._status), timeout=0)
         for i, call in enumerate(self._status):
             if call in ready:
                 self.weights[i] = self._answer(call, 0.0)
-                self._status[i] = None
-            else:
-                self.weights[i] = 0.0
+                self._status[i], self.answering[i] = None, True
+            elif now - self._sent[i] > STATUS_WAIT_S:
+                self.weights[i], self.answering[i] = 0.0, False
         self._refreshed = time.monotonic()
 
     def sample(self, progress: float, timeout: float | None) -> Batch | None:
@@ -315,7 +317,8 @@ class ShardedTables:
                 if batch is not None:
                     return self._from(shard, batch)
                 weights[shard] = self.weights[shard] = 0.0
-            shard = int(self.rng.integers(len(self.handles)))
+            answering = np.flatnonzero(self.answering)  # no wait at a shard that is away
+            shard = int(self.rng.choice(answering if len(answering) else len(self.handles)))
             wait = min(max(deadline - time.monotonic(), 0.0), SAMPLE_WAIT_S)
             call = self.handles[shard].sample.remote(progress, wait)
             batch = self._answer(call, None, wait + STATUS_WAIT_S)
@@ -344,9 +347,13 @@ class ShardedTables:
         raise RuntimeError("The learner samples the table shards; actors insert into them.")
 
     def stats(self) -> dict[str, float]:
-        """The shards' figures merged; a shard that does not answer within STATUS_WAIT_S
-        (gone, or being restarted) is left out."""
-        calls = [handle.stats.remote() for handle in self.handles]
+        """The shards' figures merged, asked only of shards that answer their status calls
+        (`_refresh`); one that does not answer within STATUS_WAIT_S is left out too. The
+        learner asks after every learn call, so a wait here for an absent shard would hold
+        learning back as much as one in `sample`."""
+        self._refresh()
+        asked = [h for h, answering in zip(self.handles, self.answering, strict=True) if answering]
+        calls = [handle.stats.remote() for handle in asked]
         ready, _ = self.ray.wait(calls, num_returns=len(calls), timeout=STATUS_WAIT_S)
         return self.merge_stats([row for call in ready if (row := self._answer(call, None))])
 
