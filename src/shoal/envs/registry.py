@@ -482,9 +482,6 @@ def make_vector_env(
             "--env.vector subprocess is not supported for them. Leave it at inline, and "
             "use more actors (--runtime ray --actors N) to step games in parallel."
         )
-    from shoal.envs.vector import in_process_vector_env
-
-    return in_process_vector_env([source.factory] * num_envs, spec, seed)
     if source.backend == "envpool":
         from shoal.envs.envpool_vector import EnvpoolVectorEnv
 
