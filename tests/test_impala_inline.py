@@ -9,11 +9,19 @@ import pytest
 import shoal
 
 
-@pytest.mark.parametrize("overlap", [True, False])
+# Overlapped, the run takes 66 s on the 2-core machine and depends on thread timing: slow; in
+# turn (52 s) it stays in make test.
+@pytest.mark.parametrize("overlap", [pytest.param(True, marks=pytest.mark.slow), False])
 def test_impala_solves_cartpole_inline(quiet_run, overlap):
     run = {**quiet_run, "stop_at_return": 475, "overlap": overlap}
     result = shoal.train("impala", "CartPole-v1", seed=0, run=run)
-    assert result.stop_reason == "stop_at_return" and result.train_return_mean >= 475
+    # The stop reason says the window's mean met 475. Overlapped, the actor thread may finish
+    # an episode or two more before it sees the stop (a final mean of 456.7 once), so only in
+    # turn is the final window still the one that stopped the run.
+    assert result.stop_reason == "stop_at_return"
+    summary = json.loads((result.run_dir / "summary.json").read_text())
+    assert summary["target_reached_step"] <= summary["env_steps"]
+    assert result.train_return_mean >= (475 if not overlap else 400)
     # In turn, the evaluated snapshot is the policy that acted; overlapped, the learner is a
     # version or two ahead and its greedy policy may score a little lower (thread timing).
     assert result.evaluation.mean_return >= (475 if not overlap else 100)

@@ -399,6 +399,7 @@ def test_r2d2_learns_the_memory_task_with_central_inference(quiet_run):
     assert result.stop_reason == "stop_at_return" and result.evaluation.mean_return >= 0.9
 
 
+@pytest.mark.slow  # 60 s on the 2-core machine; the memory task above stays in make test
 def test_r2d2_balances_cartpole_without_velocities(quiet_run):
     # With the env's preset (presets/r2d2.yaml) and 8 envs, on 2 CPU cores beside two busy
     # processes: a mean training return of 400 after 53k to 90k steps (41 to 52 s) over seeds

@@ -269,6 +269,19 @@ def test_a_run_without_the_token_is_refused_before_anything_is_written(
     assert not runs.exists()
 
 
+def test_apex_places_its_replay_shards_on_their_node_and_fills_them(ray_cluster, quiet_run):
+    # The placement half of the learning test below, short enough for every `make test`.
+    _, worker = ray_cluster
+    run = _ray_run(quiet_run, total_steps=3_000, replay_shards=2, eval_episodes=0)
+    run |= {"replay_resources": "actor_node=1", "log_interval": 500}
+    result = shoal.train("apex", "CartPole-v1", seed=0, run=run, agent={"min_replay_size": 500})
+    placement = json.loads((result.run_dir / "ray_actors.json").read_text())
+    assert {placement[f"replay{i}"]["node_id"] for i in range(2)} == {worker.node_id}
+    last = [json.loads(line) for line in (result.run_dir / "metrics.jsonl").open()][-1]
+    assert last["replay_size"] > 1000 and last["gradient_steps"] > 0
+
+
+@pytest.mark.slow  # 223 s on the 2-core machine: the placement test above runs in make test
 def test_apex_solves_cartpole_with_replay_shards_on_their_node(ray_cluster, quiet_run):
     _, worker = ray_cluster
     run = _ray_run(
@@ -353,7 +366,7 @@ def test_a_slow_learner_keeps_the_replay_ratio_because_actors_wait(ray_cluster, 
     # A learner slowed on purpose (three 1024-wide layers, batches of 256) against two actors
     # stepping CartPole as fast as they can: without a rate limiter the actors ran ahead and the
     # replay ratio fell below samples_per_insert; with it they wait for the learner.
-    run = _ray_run(quiet_run, total_steps=12_000, replay_shards=2, eval_episodes=0)
+    run = _ray_run(quiet_run, total_steps=6_000, replay_shards=2, eval_episodes=0)
     run |= {"log_interval": 500}
     agent = {"hidden_sizes": [1024, 1024, 1024], "batch_size": 256, "samples_per_insert": 8}
     agent |= {"min_replay_size": 500}
@@ -364,6 +377,6 @@ def test_a_slow_learner_keeps_the_replay_ratio_because_actors_wait(ray_cluster, 
     # actors at most a tolerance ahead; measured over the run, it stays within 10%.
     ratio = last["replay_sampled"] / (last["replay_inserted"] - 500)
     assert 8 * 0.9 <= ratio <= 8, ratio
-    assert last["replay_inserted"] >= 10_000
+    assert last["replay_inserted"] >= 5_000
     # The learner was the bottleneck: the actors stepped at the pace its updates allowed.
     assert last["samples_per_s"] > 0 and last["inserts_per_s"] < last["samples_per_s"] / 7
