@@ -78,17 +78,23 @@ def test_the_queue_drops_gradients_staler_than_the_bound_and_reports_staleness()
     assert queue.sample(0.0, timeout=0) is None
 
 
-def test_a3c_solves_cartpole_inline_with_two_worker_threads_within_the_staleness_bound(
-    quiet_run,
-):
-    # Two gradient workers (actor threads, each with its own network and envs) feed one learner.
-    # Stopped on a greedy evaluation: a training mean of 479 once came with a greedy 206.
-    # Twenty episodes per evaluation: a policy that scored 489.4 on ten once scored 409.2 on
-    # ten fresh ones.
-    run = {**quiet_run, "actors": 2, "eval_every": 8_000, "eval_every_episodes": 20}
+def test_a3c_solves_cartpole_inline_with_two_workers_in_turn(quiet_run):
+    # Learning is checked in turn (--no-overlap: each worker's gradient applied before the next
+    # acts), which no machine load changes; the threads are checked for staleness below.
+    # Seeds 0-2 at a load average of 9: stopped at 64k-80k steps, fresh 480.25, 500, 500.
+    run = {**quiet_run, "actors": 2, "overlap": False, "eval_every": 8_000}
+    run |= {"eval_every_episodes": 20}
     result = shoal.train("a3c", "CartPole-v1", seed=0, run=run, callbacks=[_StopWhenGreedySolves()])
     assert result.stop_reason == "callback"
-    assert shoal.evaluate(result.run_dir / "best.pt", episodes=20, seed=123).mean_return >= 425
+    assert shoal.evaluate(result.run_dir / "best.pt", episodes=20, seed=123).mean_return >= 450
+
+
+def test_a3c_worker_threads_both_send_gradients_within_the_staleness_bound(quiet_run):
+    # Two gradient workers (actor threads, each with its own network and envs) feed one learner;
+    # how stale a gradient gets depends on thread timing, but never beyond the bound.
+    run = {**quiet_run, "actors": 2, "total_steps": 6_000, "log_interval": 1_000}
+    run |= {"eval_episodes": 0}
+    result = shoal.train("a3c", "CartPole-v1", seed=0, run=run)
     rows = [r for r in _rows(result.run_dir) if "staleness_max" in r]
     assert rows and max(r["staleness_max"] for r in rows) <= A3CConfig().max_staleness
     # Gradients of both workers reached the learner.
