@@ -6,15 +6,15 @@ weights, one env, the loop of `shoal play` and `--video-every`) in four ways per
 - `without`: no screen taken, nothing encoded (plain evaluation through the same loop);
 - `screens`: the full-colour screen taken every agent step (two ALE RGB reads and a max), not
   encoded: the agent's own share of the work;
-- `recording`: the screen taken and handed to `VideoWriter`, whose thread streams it to ffmpeg,
-  which encodes H.264 in its own process (the agent waits only if ffmpeg falls behind by the
-  writer's queue);
+- `recording`: the screen taken and handed to `VideoWriter`, which writes it down a 1 MB pipe
+  to ffmpeg, which encodes H.264 in its own process (the agent waits only if ffmpeg falls a full
+  pipe behind);
 - `neighbour`: as `without`, beside a busy numpy process: what any second busy process costs the
   agent on this machine, for comparison with what ffmpeg's process costs it.
 
 The order of the ways turns every round, so that a change in the machine's load hits all alike.
 Figures are medians over rounds of the slowdown of agent steps per second against `without`,
-in wall time and in the agent process's CPU time (its writing thread included). Target:
+in wall time and in the agent process's CPU time. Target:
 recording slows evaluation < 10%. The machine's load average is printed at the start and the
 end: on a shared machine other work moves every figure.
 

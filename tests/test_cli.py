@@ -151,3 +151,26 @@ def test_python_dash_m_train_then_eval(tmp_path):
 def test_envs_per_actor_is_num_envs(capsys, tmp_path):
     err = _fails(capsys, tmp_path, "ppo", "--env", "CartPole-v1", "--envs-per-actor", "0")
     assert "num_envs must be > 0" in err
+
+
+def test_max_time_counts_from_the_commands_own_start_not_an_import_long_before(
+    tmp_path, monkeypatch, capsys
+):
+    # The first command in a process counts its imports in --max-time; a later one (a test
+    # suite, a Python caller) counts from its own start. Counted from the import, a fault test
+    # an hour into the suite once stopped by max_time at step 0.
+    import json
+    import time
+
+    from shoal import cli
+
+    monkeypatch.setattr(cli, "_IMPORTED", [time.time() - 3600])  # imported an hour ago
+    argv = ["train", "ppo", "--env", "CartPole-v1", "--total-steps", "2000", "--max-time", "120"]
+    argv += ["--runs-dir", str(tmp_path), "--progress", "false", "--tensorboard", "false"]
+    argv += ["--eval-episodes", "0"]
+    stops = []
+    for name in ("first", "later"):
+        assert main([*argv, "--run-name", name]) == 0
+        stops.append(json.loads((tmp_path / name / "summary.json").read_text())["stop_reason"])
+    capsys.readouterr()
+    assert stops == ["max_time", "total_steps"]

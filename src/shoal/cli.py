@@ -18,7 +18,11 @@ from shoal.config import describe
 from shoal.errors import ShoalError, ShoalWarning, user_error
 from shoal.runtime.config import RunConfig
 
-STARTED = time.time()  # --max-time bounds the whole command, imports included
+# --max-time bounds the whole command. The first command in a process counts from this
+# module's import (the imports included); any later one (a test, a Python caller running
+# several) from its own start, not from an import long before.
+_IMPORTED = [time.time()]
+_command_started = 0.0  # when the current command started (set by `main`)
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
 # 128 + SIGTERM: stopped by a scheduler's SIGTERM after writing a checkpoint, so a job script
@@ -300,7 +304,7 @@ def _train(args: argparse.Namespace, overrides: dict[str, dict[str, str]]) -> in
         run=run,
         resume=args.resume,
         trust_run=args.trust_run,
-        started=STARTED,
+        started=_command_started,
     )
     mean = result.train_return_mean
     if result.already_complete:  # a requeued job whose run finished: nothing to do
@@ -450,6 +454,8 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    global _command_started
+    _command_started = _IMPORTED.pop() if _IMPORTED else time.time()
     with warnings.catch_warnings():  # restores the filters and showwarning on the way out
         warnings.simplefilter("default", ShoalWarning)  # shown once each, never raised
         python_show = warnings.showwarning
