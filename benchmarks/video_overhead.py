@@ -18,8 +18,15 @@ in wall time and in the agent process's CPU time. Target:
 recording slows evaluation < 10%. The machine's load average is printed at the start and the
 end: on a shared machine other work moves every figure.
 
+On this 2-core VM the speed of the same code drifts by up to 40% within seconds (a round's
+`without` took 2.3 to 4.5 ms per step), more than the effect measured. `--blocks N` therefore
+also plays the first three ways side by side in one process, on three envs, in turns of
+`--block-steps` agent steps (about a tenth of a second), N turns each: a drift then hits all
+three alike. After a recording turn the benchmark waits, untimed, for ffmpeg to catch up, so
+its encoding is charged to the recording turn and not to the next.
+
     python benchmarks/video_overhead.py [--env ALE/Pong-v5] [--episodes 2] [--rounds 4]
-        [--max-frames N]
+        [--max-frames N] [--blocks 300] [--block-steps 32]
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import psutil
 import torch
 
@@ -111,6 +119,87 @@ def evaluate(
     return Timing(elapsed / steps, cpu / steps, steps, ffmpeg)
 
 
+class Player:
+    """One env played greedily for a few steps at a time, episode after episode, its screens
+    taken and recorded as its way says."""
+
+    def __init__(self, env_id: str, config: EnvConfig, way: str, video_path: Path) -> None:
+        self.acting = greedy_acting(env_id, config)
+        self.spec = env_spec(env_id, config)
+        self.way = way
+        if way == "without":
+            self.screens = ScreenEnv(make_env(env_id, config), lambda: None, 15.0)
+        else:
+            self.screens = make_screen_env(env_id, config)
+        self.video: NoVideo | VideoWriter = (
+            VideoWriter(video_path, self.screens.fps) if way == "recording" else NoVideo()
+        )
+        self.seed, self.total = 0, 0.0
+        self.obs = self._reset()
+
+    def _reset(self) -> object:
+        obs = self.screens.env.reset(seed=self.seed)[0]
+        self.seed, self.total = self.seed + 1, 0.0
+        self.video.add(self.screens.screen(), "return 0")
+        return obs
+
+    def play(self, steps: int) -> None:
+        env, acting = self.screens.env, self.acting
+        for _ in range(steps):
+            action = acting.act(self.obs[None])[0][0]
+            self.obs, reward, terminated, truncated, _ = env.step(int(action))
+            self.total += float(reward)
+            ended = bool(terminated or truncated)
+            acting.observe(np.array([reward], np.float32), np.array([ended]))
+            self.video.add(self.screens.screen(), f"return {self.total:g}")
+            if ended:
+                self.obs = self._reset()
+
+    def close(self) -> None:
+        if isinstance(self.video, VideoWriter):
+            self.video.close()
+        self.screens.close()
+
+
+def side_by_side(
+    env_id: str, config: EnvConfig, blocks: int, block_steps: int, video_path: Path
+) -> dict[str, list[float]]:
+    """Wall seconds of each turn of `block_steps` agent steps, per way, the ways in turn."""
+    ways = WAYS[:3]
+    players = {way: Player(env_id, config, way, video_path) for way in ways}
+    turns: dict[str, list[float]] = {way: [] for way in ways}
+    try:
+        with torch.no_grad():
+            for block in range(blocks):
+                for way in ways[block % 3 :] + ways[: block % 3]:
+                    start = time.perf_counter()
+                    players[way].play(block_steps)
+                    turns[way].append(time.perf_counter() - start)
+                    if way == "recording":
+                        time.sleep(0.02)  # ffmpeg finishes its frames (about 1 ms each)
+    finally:
+        for player in players.values():
+            player.close()
+    return turns
+
+
+def report_side_by_side(turns: dict[str, list[float]], block_steps: int) -> None:
+    base = turns["without"]
+    print(
+        f"\nSide by side: {len(base)} turns of {block_steps} agent steps per way; without "
+        f"video {1000 * statistics.median(base) / block_steps:.2f} ms per step (median turn)."
+    )
+    for way, label in (("screens", "taking the screen"), ("recording", "recording")):
+        ratios = sorted(t / b - 1 for t, b in zip(turns[way], base, strict=True))
+        total = sum(turns[way]) / sum(base) - 1
+        quartiles = statistics.quantiles(ratios, n=4)
+        print(
+            f"  {label + ':':<19} {100 * total:.1f}% slower over all turns; per turn median "
+            f"{100 * quartiles[1]:.1f}% (quartiles {100 * quartiles[0]:.1f}% to "
+            f"{100 * quartiles[2]:.1f}%)"
+        )
+
+
 def _children_cpu() -> float:
     """CPU seconds of this process's finished children (ffmpeg, once a video is closed)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -125,11 +214,23 @@ def main() -> None:
     parser.add_argument(
         "--max-frames", type=int, default=None, help="cut episodes (emulator frames)"
     )
+    parser.add_argument(
+        "--blocks", type=int, default=0, help="turns per way of the side-by-side design"
+    )
+    parser.add_argument("--block-steps", type=int, default=32)
     args = parser.parse_args()
     config = EnvConfig() if args.max_frames is None else EnvConfig(max_frames=args.max_frames)
     torch.set_num_threads(ACTING_THREADS)
     load_before = psutil.getloadavg()[0]
     print(f"load average at the start: {load_before:.1f} ({psutil.cpu_count()} CPUs)", flush=True)
+    if args.blocks:
+        with tempfile.TemporaryDirectory() as folder:
+            turns = side_by_side(
+                args.env, config, args.blocks, args.block_steps, Path(folder) / "video.mp4"
+            )
+        report_side_by_side(turns, args.block_steps)
+        if args.rounds == 0:
+            return
     seeds = list(range(args.episodes))
     runs: dict[str, list[Timing]] = {way: [] for way in WAYS}
     with tempfile.TemporaryDirectory() as folder:
