@@ -116,6 +116,27 @@ def test_dm_control_ends_an_episode_at_its_time_limit_as_a_truncation(dm_control
     assert ends[-1] == (False, True) and not any(t or u for t, u in ends[:-1])
 
 
+def test_dm_control_action_repeat_holds_each_action_and_sums_its_rewards(dm_control):
+    config = EnvConfig(dm_control_action_repeat=8)
+    assert resolve_env("dm_control:cartpole-balance", config).frames_per_step == 8
+    repeated = make_env("dm_control:cartpole-balance", config)
+    single = make_env("dm_control:cartpole-balance")
+    try:
+        repeated.reset(seed=4)
+        single.reset(seed=4)
+        actions = np.random.default_rng(0).uniform(-1, 1, (125, 1)).astype(np.float32)
+        for step, action in enumerate(actions):
+            obs, reward, terminated, truncated, _ = repeated.step(action)
+            held = [single.step(action) for _ in range(8)]  # the same action, 8 times
+            np.testing.assert_allclose(reward, sum(out[1] for out in held), rtol=1e-6)
+            np.testing.assert_array_equal(obs, held[-1][0])
+            # 1000 control steps an episode: 125 agent steps of 8, the last a truncation
+            assert (terminated, truncated) == (False, step == 124)
+    finally:
+        repeated.close()
+        single.close()
+
+
 def test_dm_control_pixels_are_a_channels_first_frame(dm_control):
     config = EnvConfig(dm_control_pixels=True, dm_control_pixel_size=32)
     try:

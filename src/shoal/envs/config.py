@@ -50,6 +50,11 @@ class EnvConfig:
         False, "dm_control: observe the rendered frame (camera 0) instead of the state vector."
     )
     dm_control_pixel_size: int = param(84, "dm_control: height and width of rendered frames.")
+    dm_control_action_repeat: int = param(
+        1,
+        "dm_control: control steps each action is held for (rewards summed); frames count "
+        "control steps, as in PlaNet's and DrQ's benchmarks (8 for cartpole there).",
+    )
     vizdoom_frame_skip: int = param(4, "ViZDoom: game tics per agent step (rewards summed).")
     vizdoom_width: int = param(128, "ViZDoom: screen width after resizing (from 160x120).")
     vizdoom_height: int = param(72, "ViZDoom: screen height after resizing.")
@@ -72,6 +77,10 @@ class EnvConfig:
         if self.dm_control_pixel_size <= 0:
             raise ValueError(
                 f"dm_control_pixel_size must be > 0, got {self.dm_control_pixel_size}."
+            )
+        if self.dm_control_action_repeat < 1:
+            raise ValueError(
+                f"dm_control_action_repeat must be >= 1, got {self.dm_control_action_repeat}."
             )
         vizdoom = (self.vizdoom_frame_skip, self.vizdoom_width, self.vizdoom_height)
         if min(*vizdoom, self.vizdoom_max_buttons) < 1:

@@ -11,7 +11,10 @@ state-based agents on the suite. With `pixels=True` (`--env.dm-control-pixels tr
 the rendered frame instead, `(size, size, 3)` uint8 from camera 0, which shoal's observation
 conversion turns channels-first; rendering needs an OpenGL backend, EGL by default when no
 display is set (`MUJOCO_GL`). Actions are float32 in the task's bounds ([-1, 1] on every suite
-task), cast to dm_control's float64.
+task), cast to dm_control's float64. With `action_repeat=k` (`--env.dm-control-action-repeat`)
+each action is held for k control steps and their rewards summed, as PlaNet (Hafner et al.
+2019) and DrQ (Kostrikov et al. 2020) do; an episode then has 1000 / k agent steps, and shoal
+counts each as k frames.
 """
 
 from __future__ import annotations
@@ -78,14 +81,15 @@ class _SuiteTask(gym.Wrapper):
 
     render_mode = "rgb_array"  # what a person watches (`shoal play`): camera 0, 240 x 320
 
-    def __init__(self, env: gym.Env) -> None:
+    def __init__(self, env: gym.Env, action_repeat: int = 1) -> None:
         super().__init__(env)
+        self.action_repeat = action_repeat
         raw = env.action_space
         self._raw_dtype = raw.dtype
         self.action_space = gym.spaces.Box(
             raw.low.astype(np.float32), raw.high.astype(np.float32), raw.shape, np.float32
         )
-        control_fps = 1.0 / float(self._task().control_timestep())
+        control_fps = 1.0 / (float(self._task().control_timestep()) * action_repeat)
         self.metadata = {"render_modes": ["rgb_array"], "render_fps": control_fps}
 
     def _task(self):
@@ -102,18 +106,22 @@ class _SuiteTask(gym.Wrapper):
         return self._observe(obs), info
 
     def step(self, action: Any):
-        obs, reward, terminated, truncated, info = self.env.step(
-            np.asarray(action, self._raw_dtype)
-        )
-        return self._observe(obs), reward, terminated, truncated, info
+        action = np.asarray(action, self._raw_dtype)
+        total = 0.0
+        for _ in range(self.action_repeat):  # held until the episode ends, at the latest
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            total += float(reward)
+            if terminated or truncated:
+                break
+        return self._observe(obs), total, terminated, truncated, info
 
 
 class FlatState(_SuiteTask):
     """The task's dict observation flattened to one float32 vector: entries in the task's
     order, each raveled."""
 
-    def __init__(self, env: gym.Env) -> None:
-        super().__init__(env)
+    def __init__(self, env: gym.Env, action_repeat: int = 1) -> None:
+        super().__init__(env, action_repeat)
         space = env.observation_space
         self._keys = list(space.spaces) if isinstance(space, gym.spaces.Dict) else None
         entries = [space[k] for k in self._keys] if self._keys is not None else [space]
@@ -129,8 +137,8 @@ class Pixels(_SuiteTask):
     """The task observed by its rendered frame `(size, size, 3)` uint8 (the pixel wrapper's
     only entry, unwrapped)."""
 
-    def __init__(self, env: gym.Env) -> None:
-        super().__init__(env)
+    def __init__(self, env: gym.Env, action_repeat: int = 1) -> None:
+        super().__init__(env, action_repeat)
         self.observation_space = env.observation_space["pixels"]
 
     def _observe(self, obs: Any) -> np.ndarray:
@@ -154,7 +162,9 @@ def _load(domain: str, task: str, seed: int, pixels: bool, size: int):
     return env
 
 
-def make_dm_control(domain: str, task: str, pixels: bool = False, size: int = 84) -> gym.Env:
+def make_dm_control(
+    domain: str, task: str, pixels: bool = False, size: int = 84, action_repeat: int = 1
+) -> gym.Env:
     """The Gymnasium env of one suite task (module docstring), seeded by its `reset`."""
     from shoal.envs.dm_env_adapter import DmEnvToGymnasium
 
@@ -174,4 +184,4 @@ def make_dm_control(domain: str, task: str, pixels: bool = False, size: int = 84
                 else f"Check that dm_control and its MuJoCo match: {_INSTALL}."
             )
         ) from None
-    return Pixels(adapted) if pixels else FlatState(adapted)
+    return (Pixels if pixels else FlatState)(adapted, action_repeat)

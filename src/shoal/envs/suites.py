@@ -39,10 +39,16 @@ def _dm_control_source(env_id: str, config: EnvConfig):
     from shoal.envs.registry import EnvSource
 
     domain, task = parse_task(env_id)
+    repeat = config.dm_control_action_repeat
     factory = functools.partial(
-        make_dm_control, domain, task, config.dm_control_pixels, config.dm_control_pixel_size
+        make_dm_control,
+        domain,
+        task,
+        config.dm_control_pixels,
+        config.dm_control_pixel_size,
+        repeat,
     )
-    return EnvSource(env_id, "dm_control", "dm_control", factory)
+    return EnvSource(env_id, "dm_control", "dm_control", factory, frames_per_step=repeat)
 
 
 def _minigrid_source(env_id: str):  # its image is converted by observations.py, per config
