@@ -119,6 +119,13 @@ ray_ports=(--node-manager-port=$((base + 1)) --object-manager-port=$((base + 2))
   --temp-dir="$RAY_TMPDIR" --num-cpus="$SLURM_CPUS_PER_TASK" --num-gpus={gpus})
 address="$head_ip:$base"
 export RAY_ADDRESS="$address"  # any `ray` or ray.init("auto") in this job: this job's Ray
+# Token authentication with a token of this job's own, in the environment `ray start`, srun's
+# workers and shoal inherit: another user on the nodes cannot join this Ray. (Ray 2.60 also
+# turns token authentication on by itself where ~/.ray/auth_token exists, and then refuses a
+# driver that does not set RAY_AUTH_MODE=token.) A token set before submitting is kept.
+export RAY_AUTH_MODE=token
+RAY_AUTH_TOKEN=${{RAY_AUTH_TOKEN:-$(od -An -N32 -tx1 /dev/urandom | tr -dc 0-9a-f)}}
+export RAY_AUTH_TOKEN
 echo "shoal: job $SLURM_JOB_ID: Ray head $address, temp dir $RAY_TMPDIR"
 
 pids=()
