@@ -53,6 +53,9 @@ def main() -> None:
     parser.add_argument("--log-interval", type=int, default=50_000)
     parser.add_argument("--perturbation-interval", type=int, default=None)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument(
+        "--first-rep", type=int, default=0, help="number (and seed) of the first repetition"
+    )
     parser.add_argument("--address", default=None, help="a Ray cluster (default: a local Ray)")
     parser.add_argument("--out", default=None, help="write the figures as JSON here")
     parser.add_argument("--plot", default=None, help="write repetition 0's curves (PNG) here")
@@ -105,7 +108,7 @@ def main() -> None:
     if args.address:
         run["address"] = args.address
     figures = []
-    for rep in range(args.reps):
+    for rep in range(args.first_rep, args.first_rep + args.reps):
         if args.parallel:  # both sides at once, each with its own local Ray: the same load
             context = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(2, mp_context=context) as pool:
