@@ -15,7 +15,7 @@ pytest.importorskip("vizdoom")
 
 from shoal.envs.config import EnvConfig
 from shoal.envs.registry import env_spec, make_env, make_vector_env, resolve_env
-from shoal.envs.vizdoom import SCENARIOS, VizDoomEnv, _action_table
+from shoal.envs.vizdoom import SCENARIOS, VizDoomEnv, _action_table, _resized
 from shoal.errors import EnvError
 
 GREY_VARIABLES = EnvConfig(vizdoom_grey=True, vizdoom_game_variables=True)
@@ -107,6 +107,17 @@ def test_close_stops_the_game() -> None:
     env.reset(seed=0)
     env.close()
     assert not env._game.is_running()
+
+
+def test_screens_are_resized_to_the_nearest_pixel_as_sample_factory_does() -> None:
+    # SF's doom envs resize with its ResizeWrapper's default, nearest pixel: every output pixel
+    # is the source pixel at floor(y * H / h), floor(x * W / w), no blending of neighbours.
+    rgb = np.random.default_rng(0).integers(0, 256, (120, 160, 3), dtype=np.uint8)
+    screen = _resized(rgb, (128, 72), grey=False)
+    rows = np.arange(72) * 120 // 72
+    cols = np.arange(128) * 160 // 128
+    assert screen.shape == (3, 72, 128) and screen.flags.c_contiguous
+    np.testing.assert_array_equal(screen, rgb[rows[:, None], cols[None, :]].transpose(2, 0, 1))
 
 
 def test_action_table_combines_buttons_and_splits_deltas() -> None:

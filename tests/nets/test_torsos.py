@@ -307,3 +307,17 @@ def test_check_torso_rejects_bad_torsos_and_keeps_the_space_rng() -> None:
     space.seed(1)
     check_torso(make_torso(space), space)
     np.testing.assert_array_equal(space.sample(), first)
+
+
+def test_nature_cnn_runs_channels_last_with_the_same_outputs_and_gradients() -> None:
+    # forward() hands oneDNN a channels-last copy of the input (faster on CPUs); the result
+    # must be the network of the standard layout, to rounding, and so must the gradients.
+    space = gym.spaces.Box(0, 255, (3, 72, 128), np.uint8)
+    net = NatureCNN(space)
+    obs = torch.randint(0, 256, (6, 3, 72, 128), dtype=torch.uint8)
+    out = net(obs)
+    (grad,) = torch.autograd.grad(out.square().sum(), net.layers[0].weight)
+    plain = net.layers(obs.float() / 255.0)
+    (plain_grad,) = torch.autograd.grad(plain.square().sum(), net.layers[0].weight)
+    torch.testing.assert_close(out, plain, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(grad, plain_grad, rtol=1e-3, atol=1e-4)

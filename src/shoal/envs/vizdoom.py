@@ -213,13 +213,14 @@ class VizDoomEnv(gym.Env[Any, np.int64]):
 
 
 def _resized(rgb: np.ndarray, size: tuple[int, int], grey: bool) -> np.ndarray:
-    """`[H, W, 3]` -> `[C, height, width]`, area-averaged like SF's ResizeWrapper."""
+    """`[H, W, 3]` -> `[C, height, width]`, nearest pixel, as Sample Factory's doom envs do (its
+    ResizeWrapper's default); area averaging would cost 0.2 ms a frame against 0.02."""
     import cv2
 
     image = (
         rgb
         if (rgb.shape[1], rgb.shape[0]) == size
-        else cv2.resize(rgb, size, interpolation=cv2.INTER_AREA)
+        else cv2.resize(rgb, size, interpolation=cv2.INTER_NEAREST)
     )
     if grey:
         return cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)[None]
