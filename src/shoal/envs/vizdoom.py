@@ -214,7 +214,7 @@ class VizDoomEnv(gym.Env[Any, np.int64]):
 
 def _resized(rgb: np.ndarray, size: tuple[int, int], grey: bool) -> np.ndarray:
     """`[H, W, 3]` -> `[C, height, width]`, nearest pixel, as Sample Factory's doom envs do (its
-    ResizeWrapper's default); area averaging would cost 0.2 ms a frame against 0.02."""
+    ResizeWrapper's default); area averaging cost 0.2 ms a frame against 0.035."""
     import cv2
 
     image = (
