@@ -121,6 +121,41 @@ def test_an_actor_kill_is_restarted_counted_once_and_the_run_finishes(
     assert "Traceback" not in capsys.readouterr().err
 
 
+class _StopWhileAnActorIsDown(shoal.Callback):
+    """Ends the run at the first row that counts an actor down, while Ray restarts it."""
+
+    def on_row(self, row):
+        return row.get("actors_live", 2) == 2
+
+
+def test_a_run_that_ends_while_an_actor_restarts_waits_for_it_and_counts_it(ray_cluster, tmp_path):
+    # IMPALA's learner takes any actor's unrolls, so rows go on while actor0 is down, and the
+    # first with `actors_live` 1 ends the run before Ray has the new process up (seconds).
+    runs = tmp_path / "runs"
+    run = {"runs_dir": str(runs), "run_name": "ends", "progress": False, "tensorboard": False}
+    run |= {"runtime": "ray", "actors": 2, "num_envs": 4, "eval_episodes": 0}
+    run |= {"total_steps": 1_000_000, "log_interval": 200, "max_time": 900}
+    outcome: dict = {}
+
+    def train() -> None:
+        outcome["result"] = shoal.train(
+            "impala", "CartPole-v1", seed=0, run=run, callbacks=[_StopWhileAnActorIsDown()]
+        )
+
+    outcome["thread"] = threading.Thread(target=train)
+    outcome["thread"].start()
+    run_dir = runs / "ends"
+    killed = _started(outcome, run_dir)["actor0"]["pid"]
+    _wait_for(outcome, lambda: _logged_past(run_dir, 0), "acted and learned")
+    _kill(killed)
+    _finish(outcome)
+    result = outcome["result"]
+    assert result.stop_reason == "callback"
+    assert list(read_metrics(run_dir / "metrics.jsonl"))[-1]["actors_live"] == 1
+    assert result.summary["actor_restarts"] == 1
+    assert _placement(run_dir)["actor0"]["pid"] != killed
+
+
 def test_a_replay_shard_kill_comes_back_with_its_snapshot_and_the_run_finishes(
     ray_cluster, tmp_path, capsys
 ):

@@ -9,7 +9,8 @@ after a crash (`max_restarts=-1`): an actor's failed requests are sent again, an
 never waits on a dead actor (an on-policy batch waits for the restarted actor's unroll instead);
 a shard comes back with its part of the newest checkpoint's replay snapshot while inserts into
 it are sent again and the learner samples the others. Each restart is counted once
-(`actor_restarts`, `replay_restarts`), when a ping answers from a new process; a shard's also
+(`actor_restarts`, `replay_restarts`), when a ping answers from a new process (a run that
+ends while Ray restarts one waits up to `RESTART_WAIT_S` for it); a shard's also
 says in one line, and in `replay_items_lost`, what it lost. A dead learner is restarted, with
 every other role, from the newest checkpoint in this process (what `--resume` does, at most
 `--max-learner-restarts` times, counted as `learner_restarts`, its lost steps as
@@ -22,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -52,6 +54,9 @@ from shoal.runtime.tables import RemoteShards, TableProcess, died
 PLACEMENT_TIMEOUT_S = 120.0
 WAIT_S = 1.0  # the driver looks at the stop conditions at least this often
 WATCH_S = 2.0  # a replay shard's watch call returns this often, with what the shard holds
+# A run that ends while Ray restarts a role's process waits this long for it, so the summary
+# counts the restart.
+RESTART_WAIT_S = 30.0
 
 
 def run_ray(
@@ -325,6 +330,33 @@ class _Loop:
                     self.watched(ref)
                 else:
                     self.acted(ref)
+        self.see_restarts_back()
+
+    def see_restarts_back(self) -> None:
+        """The run is over with roles down: wait up to `RESTART_WAIT_S` for those Ray is
+        restarting on a live node, so `actor_restarts` and `replay_restarts` count every restart
+        the run caused. Roles of a dead node wait for a node to join, and are not waited for."""
+        dead_nodes = self.outages.dead_nodes
+
+        def restarting() -> list[Any]:
+            return [
+                ref
+                for ref, role in self.pings.items()
+                if self.placement[role]["node_id"] not in dead_nodes
+            ]
+
+        if not restarting():
+            return
+        names = ", ".join(sorted({self.pings[ref] for ref in restarting()}))
+        self.driver.console.print(
+            f"The run is done; waiting up to {RESTART_WAIT_S:.0f} s for {names}, which Ray is "
+            "starting again, so the summary counts the restart."
+        )
+        deadline = time.monotonic() + RESTART_WAIT_S
+        while (refs := restarting()) and (left := deadline - time.monotonic()) > 0:
+            ready, _ = self.ray.wait(refs, num_returns=1, timeout=left)
+            for ref in ready:
+                self.answered(ref)
 
     def went_down(self, role: str, in_flight: int = 0) -> None:
         """`role`'s call failed; `in_flight`: its other calls still out, lost with it."""
