@@ -49,6 +49,41 @@ def test_each_env_acts_with_its_own_perturbation_and_mirrors_it_next():
         torch.testing.assert_close(single(torch.from_numpy(obs[i : i + 1]))[0], batched[i])
 
 
+def test_acting_follows_every_change_of_theta_moments_and_perturbation():
+    # The policy reuses θ + σ s ε and the normalisation from step to step: after each change,
+    # its (continuous, unclipped) actions must be those rebuilt from scratch, and differ.
+    config = ESConfig(**SMALL)
+    spec = EnvSpec.from_env("Pendulum-v1", make_env("Pendulum-v1"))
+    net = AGENT.make_networks(spec, config)
+    policy = AGENT.make_policy(spec, config, net, 0, None)
+    obs = np.random.default_rng(1).normal(size=(2, 3)).astype(np.float32)
+    state = policy.initial_state(np.array([0, 1]))
+
+    def acted() -> torch.Tensor:
+        return torch.from_numpy(policy.step(obs, state, None, "train").action).reshape(2, -1)
+
+    def rebuilt() -> torch.Tensor:  # from scratch, as the network and state stand now
+        offsets = state["noise_offset"].numpy()
+        eps = torch.from_numpy(perturbations(policy.noise, offsets, net.num_params))
+        params = net.flat_params() + config.noise_std * state["noise_sign"].unsqueeze(1) * eps
+        return net.batched(torch.from_numpy(obs), params)
+
+    fresh = AGENT.make_networks(spec, config).state_dict()
+    changes = {
+        "θ": lambda: net.add_to_params(torch.randn(net.num_params)),
+        "moments": lambda: net.merge_obs_moments(obs.sum(0) * 5, np.square(obs).sum(0) * 9, 4.0),
+        "weights loaded": lambda: net.load_state_dict(fresh),
+        "mirrored": lambda: state.update(policy.initial_state(np.array([0, 1]))),
+    }
+    torch.testing.assert_close(acted(), rebuilt(), rtol=0, atol=0)
+    for name, change in changes.items():
+        before = acted()
+        change()
+        after = acted()
+        torch.testing.assert_close(after, rebuilt(), rtol=0, atol=0, msg=name)
+        assert not torch.equal(before, after), name
+
+
 def test_items_are_scalars_whose_size_does_not_grow_with_the_network():
     sizes = {}
     for hidden in ((8,), (100,)):

@@ -54,6 +54,8 @@ class PerturbedPolicy(Policy):
             self.low = spec.action_space.low.astype(np.float32)
             self.high = spec.action_space.high.astype(np.float32)
         self._mirror: dict[int, tuple[int, int]] = {}  # slot -> (offset, version) to negate
+        self._params_key: tuple | None = None  # what `_params` was built from
+        self._params = torch.empty(0)
 
     def initial_state(self, slots: np.ndarray) -> State:
         version = int(self.net.iteration)
@@ -76,17 +78,22 @@ class PerturbedPolicy(Policy):
             "noise_version": torch.full((n,), version, dtype=torch.int64),
         }
 
+    def _perturbed(self, state: State) -> torch.Tensor:
+        """θ + σ·sign·ε per row `[n, P]`. An episode keeps its perturbation and θ changes once
+        per update, so the vectors are rebuilt only when either has changed since the last step."""
+        offsets, signs = state["noise_offset"].numpy(), state["noise_sign"].numpy()
+        key = (self.net.fingerprint(), offsets.tobytes(), signs.tobytes())
+        if key != self._params_key:
+            eps = torch.from_numpy(perturbations(self.noise, offsets, self.net.num_params))
+            sign = torch.from_numpy(signs).unsqueeze(1)
+            self._params = self.net.flat_params() + self.sigma * sign * eps
+            self._params_key = key
+        return self._params
+
     @torch.inference_mode()
     def step(self, obs: Any, state: State, inputs: StepInputs, mode: ActMode) -> PolicyStep:
         x = torch.from_numpy(np.asarray(obs, np.float32))
-        if mode == "train":
-            eps = torch.from_numpy(
-                perturbations(self.noise, state["noise_offset"].numpy(), self.net.num_params)
-            )
-            params = self.net.flat_params() + self.sigma * state["noise_sign"].unsqueeze(1) * eps
-            out = self.net.batched(x, params)
-        else:
-            out = self.net(x)
+        out = self.net.batched(x, self._perturbed(state)) if mode == "train" else self.net(x)
         if self.discrete:
             return PolicyStep(out.argmax(-1).numpy(), state=state)
         action = out.numpy().reshape(len(x), *self.low.shape)
