@@ -59,14 +59,29 @@ def test_actors_are_placed_on_the_node_with_their_resource(ray_cluster, quiet_ru
     assert placement["learner"]["node_id"] != worker.node_id
 
 
+class _StopWhenTwoGreedyEvaluationsSolve(shoal.Callback):
+    """Stops at the second greedy evaluation in a row of 475 or more, and saves its policy.
+    In-run evaluations start from the same seeds each time: one pass can be a policy that
+    solves those starts only (a 5-episode 500 came with 319 over 30 other episodes)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.passed = path, 0
+
+    def on_evaluation(self, evaluation):
+        solved = evaluation.mode == "greedy" and evaluation.mean_return >= 475
+        self.passed = self.passed + 1 if solved else 0
+        if self.passed == 2 and not evaluation.final:
+            evaluation.save(self.path)
+            return False
+        return True
+
+
 def test_a_killed_actor_is_restarted_counted_and_the_run_still_learns(ray_cluster, quiet_run):
-    # Stopped on a greedy evaluation of 10 episodes: a training mean of 475 once came with a
-    # greedy 445, and a 5-episode 500 at 28,928 steps with 415.8 over the 10 episodes below.
     run = _ray_run(
-        quiet_run, total_steps=300_000, run_name="killed", eval_every=4_096, eval_episodes=10
+        quiet_run, total_steps=300_000, run_name="killed", eval_every=4_096, eval_every_episodes=10
     )
     outcome = {}
-    stop = _StopWhenGreedySolves()
+    stop = _StopWhenTwoGreedyEvaluationsSolve(Path(quiet_run["runs_dir"]) / "stopped.pt")
     thread = threading.Thread(
         target=lambda: outcome.update(
             result=shoal.train("ppo", "CartPole-v1", run=run, callbacks=[stop])
@@ -86,7 +101,7 @@ def test_a_killed_actor_is_restarted_counted_and_the_run_still_learns(ray_cluste
     # One death, counted once although every call in flight to it failed (max_inflight 2).
     assert result.summary["actor_restarts"] == 1
     assert result.stop_reason == "callback"
-    assert shoal.evaluate(result.run_dir / "best.pt", episodes=10, seed=123).mean_return >= 450
+    assert shoal.evaluate(stop.path, episodes=10, seed=123).mean_return >= 450
     # ray_actors.json names the new process, not the dead one.
     assert json.loads(placement_file.read_text())["actor0"]["pid"] != killed
 
