@@ -335,7 +335,10 @@ class _Loop:
     def see_restarts_back(self) -> None:
         """The run is over with roles down: wait up to `RESTART_WAIT_S` for those Ray is
         restarting on a live node, so `actor_restarts` and `replay_restarts` count every restart
-        the run caused. Roles of a dead node wait for a node to join, and are not waited for."""
+        the run caused. Roles of a dead node wait for a node to join, and are not waited for;
+        nor is any after Ctrl-C or SIGTERM, whose grace period is the checkpoint's."""
+        if self.driver.stop_requested:
+            return
         dead_nodes = self.outages.dead_nodes
 
         def restarting() -> list[Any]:
