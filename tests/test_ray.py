@@ -21,6 +21,7 @@ import shoal
 from shoal.checkpoint import list_checkpoints, load_checkpoint
 from shoal.cli import main
 from shoal.errors import ShoalError
+from shoal.telemetry import read_metrics
 
 # Ray workers run at low priority; on a busy machine a learning run can take minutes.
 pytestmark = [pytest.mark.distributed, pytest.mark.timeout(900)]
@@ -144,14 +145,15 @@ def test_impala_solves_cartpole_on_ray_with_two_actors(ray_cluster, quiet_run):
 
 def test_a_local_run_listens_on_loopback_only_and_ctrl_c_stops_every_process(tmp_path):
     """A run that starts its own local Ray reaches it over the loopback interface only, and
-    stops every process it started on SIGINT (with a checkpoint)."""
+    stops every process it started on SIGINT (with a checkpoint), at once even while Ray
+    restarts a killed actor (a run ending on its own would wait for it)."""
     run_dir = tmp_path / "interrupted"
     command = [
         sys.executable,
         "-m",
         "shoal",
         "train",
-        "ppo",
+        "impala",  # its learner takes either actor's unrolls: rows go on while one is down
         "--env",
         "CartPole-v1",
         "--runtime",
@@ -172,6 +174,8 @@ def test_a_local_run_listens_on_loopback_only_and_ctrl_c_stops_every_process(tmp
         "false",
         "--eval-episodes",
         "0",
+        "--log-interval",
+        "500",
     ]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     placement = run_dir / "ray_actors.json"
@@ -184,10 +188,20 @@ def test_a_local_run_listens_on_loopback_only_and_ctrl_c_stops_every_process(tmp
     # machine's address.
     listening = _listening_addresses(process.pid)
     assert len(listening) >= 4 and all(_loopback(ip) for ip in listening), listening
+    os.kill(json.loads(placement.read_text())["actor0"]["pid"], signal.SIGKILL)
+
+    def actor_down() -> bool:
+        rows = read_metrics(run_dir / "metrics.jsonl")
+        return bool(rows) and rows[-1].get("actors_live") == 1
+
+    while not actor_down():  # the driver has seen it die; Ray takes seconds to restart it
+        assert time.time() < deadline and process.poll() is None, process.stderr.read()
+        time.sleep(0.1)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err  # the shell's code for a run stopped by Ctrl-C
-    assert "interrupted at" in err
+    assert "interrupted at" in err and "died" in err
+    assert "waiting up to" not in err
     assert list_checkpoints(run_dir / "checkpoints")
     time.sleep(1)
     for pid in pids:
