@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -138,8 +139,15 @@ def test_a_killed_tune_resumes_and_every_trial_counter_continues(ray_cluster, tm
         finally:
             first.send_signal(signal.SIGKILL)
             first.wait()
+    _wait_for_trial_processes_to_end(exp_dir)
     killed_at = {d.name: _steps(d)[-1] for d in (exp_dir / "runs").iterdir()}
     assert any(step < TOTAL for step in killed_at.values()), killed_at
+    # A trial checkpoints every row and Tune keeps four, so a kill between two saves of the
+    # experiment's state can leave it naming a checkpoint Tune has deleted since: here, the
+    # first trial's. That trial goes on from its run directory's newest checkpoint.
+    (pruned,) = exp_dir.glob("ShoalTrainable_*_00000_*")
+    for tune_checkpoint in pruned.glob("checkpoint_*"):
+        shutil.rmtree(tune_checkpoint)
 
     resume = [sys.executable, "-m", "shoal", "tune", "--resume", str(exp_dir)]
     resume += ["--address", cluster.address]
@@ -147,12 +155,13 @@ def test_a_killed_tune_resumes_and_every_trial_counter_continues(ray_cluster, tm
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     for run_dir in (exp_dir / "runs").iterdir():
         steps = _steps(run_dir)
-        assert steps == sorted(set(steps)) and steps[-1] >= TOTAL, steps
+        assert steps == sorted(set(steps)) and steps[-1] >= TOTAL, (steps, done.stdout[-3000:])
         assert steps[0] == 512  # one curve from the start: the resumed part continues it
         final = load_latest(run_dir / "checkpoints", "ppo")
         assert final["env_steps"] >= TOTAL
         if killed_at[run_dir.name] < TOTAL:  # continued from its checkpoint, not from step 0
             assert final["resume_count"] >= 1
+    assert "error" not in (exp_dir / "trials.csv").read_text(), done.stdout[-3000:]
     assert "trials.md" in {p.name for p in exp_dir.iterdir()}
 
 
@@ -161,14 +170,41 @@ def _wait_for_checkpoints(exp_dir: Path, process: subprocess.Popen, trials: int)
     deadline = time.monotonic() + 900
     while time.monotonic() < deadline:
         assert process.poll() is None, (exp_dir.parent / "first.log").read_text()[-3000:]
-        saved = list(exp_dir.glob("ShoalTrainable_*/checkpoint_*/shoal.pt"))
-        owners = {p.parent.parent for p in saved}
-        state = list(exp_dir.glob("experiment_state*.json"))
-        if len(owners) >= trials and state:
-            time.sleep(1.5)  # one more experiment-state save after the checkpoints
+        if len(_trials_checkpointed_in_state(exp_dir)) >= trials:
             return
         time.sleep(0.5)
     raise AssertionError("the trials wrote no checkpoint in time")
+
+
+def _trials_checkpointed_in_state(exp_dir: Path) -> set[str]:
+    """The trials that the newest saved experiment state records a checkpoint of (each trial
+    checkpoints at every iteration, so: those it records an iteration of)."""
+    states = sorted(exp_dir.glob("experiment_state*.json"), key=lambda p: p.stat().st_mtime)
+    if not states:
+        return set()
+    try:
+        trial_data = json.loads(states[-1].read_text())["trial_data"]
+    except (json.JSONDecodeError, KeyError):  # caught mid-write
+        return set()
+    found = set()
+    for trial, runtime in trial_data:
+        trial, runtime = json.loads(trial), json.loads(runtime)
+        if (runtime.get("last_result") or {}).get("training_iteration", 0) >= 1:
+            found.add(trial["trial_id"])
+    return found
+
+
+def _wait_for_trial_processes_to_end(exp_dir: Path) -> None:
+    """Until Ray has ended the killed driver's trial processes (their last results name
+    their pids), so none writes to a trial directory after this."""
+    pids = set()
+    for results in exp_dir.glob("ShoalTrainable_*/result.json"):
+        pids |= {json.loads(line)["pid"] for line in results.read_text().splitlines() if line}
+    assert pids, "Tune logged no result of the killed experiment's trials"
+    deadline = time.monotonic() + 120
+    while any(Path(f"/proc/{pid}").exists() for pid in pids):
+        assert time.monotonic() < deadline, f"trial processes {pids} still run after the kill"
+        time.sleep(0.5)
 
 
 @pytest.mark.slow  # 2.5 min at load 30, 7 min at load 40

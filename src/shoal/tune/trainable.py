@@ -15,6 +15,7 @@ import json
 import math
 import os
 import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -144,12 +145,46 @@ class ShoalTrainable(tune.Trainable):
         run.save(path)
 
     def _copy_newest(self, path: Path) -> None:
-        """A finished run's checkpoint: its final one."""
+        """The newest checkpoint of the run directory (a finished run's: its final one)."""
         from shoal.checkpoint import list_checkpoints
 
         kept = list_checkpoints(self._run_dir / "checkpoints")
         if kept:
             shutil.copyfile(kept[-1], path)
+
+    def restore(self, checkpoint_path: Any) -> None:
+        """Tune's restore, also for a checkpoint of this trial that Tune has since deleted.
+
+        A trial checkpoints every row and Tune keeps the newest four, while the experiment's
+        state, which names the checkpoint `--resume` restores, is saved every few seconds. A
+        `shoal tune` killed between two saves can leave a state naming a deleted checkpoint;
+        Tune then errors the trial ("does not exist on storage anymore"). Here the trial goes on
+        from the newest checkpoint of its own run directory instead (or afresh if it has none)."""
+        checkpoint = getattr(checkpoint_path, "checkpoint", None)
+        if checkpoint is None or not self._own_and_gone(checkpoint):
+            super().restore(checkpoint_path)
+            return
+        with tempfile.TemporaryDirectory(prefix="shoal-restore-") as stand_in:
+            self._stand_in(Path(stand_in))
+            found = type(checkpoint_path)(
+                checkpoint=tune.Checkpoint.from_directory(stand_in),
+                metrics=checkpoint_path.metrics,
+            )
+            super().restore(found)
+
+    def _own_and_gone(self, checkpoint: Any) -> bool:
+        """Whether `checkpoint` is one of this trial's (not a PBT donor's) and no longer exists."""
+        from pyarrow.fs import FileType
+
+        own = f"_{self.trial_id}_" in Path(checkpoint.path).parent.name
+        gone = checkpoint.filesystem.get_file_info(checkpoint.path).type == FileType.NotFound
+        return own and gone
+
+    def _stand_in(self, directory: Path) -> None:
+        """In `directory`, a Tune checkpoint of this trial made from its run directory."""
+        owner = json.dumps({"run_dir": str(self._run_dir)})
+        configs.write_atomically(directory / _OWNER, owner)
+        self._copy_newest(directory / CHECKPOINT_FILE)
 
     def load_checkpoint(self, checkpoint_dir: str | dict) -> None:
         path = Path(str(checkpoint_dir)) / CHECKPOINT_FILE
