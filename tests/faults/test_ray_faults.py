@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from processes import assert_processes_end
 
 import shoal
 from shoal.checkpoint import list_checkpoints, load_checkpoint
@@ -540,10 +541,7 @@ def test_sigterm_stops_a_ray_run_with_a_checkpoint_and_the_same_command_continue
     assert "stopped by SIGTERM at" in err and "Traceback" not in err
     stopped = load_checkpoint(list_checkpoints(run_dir / "checkpoints")[-1])
     assert stopped["env_steps"] == json.loads((run_dir / "summary.json").read_text())["env_steps"]
-    time.sleep(1)
-    for pid in pids:
-        with pytest.raises(ProcessLookupError):
-            os.kill(pid, 0)
+    assert_processes_end(pids)
     again = [*argv[3:], "--total-steps", str(stopped["env_steps"] + 2000)]
     assert main(again) == 0
     resumed = load_checkpoint(list_checkpoints(run_dir / "checkpoints")[-1])
