@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from processes import assert_processes_end
 
 pytest.importorskip("ray.tune")
 
@@ -201,10 +202,7 @@ def _wait_for_trial_processes_to_end(exp_dir: Path) -> None:
     for results in exp_dir.glob("ShoalTrainable_*/result.json"):
         pids |= {json.loads(line)["pid"] for line in results.read_text().splitlines() if line}
     assert pids, "Tune logged no result of the killed experiment's trials"
-    deadline = time.monotonic() + 120
-    while any(Path(f"/proc/{pid}").exists() for pid in pids):
-        assert time.monotonic() < deadline, f"trial processes {pids} still run after the kill"
-        time.sleep(0.5)
+    assert_processes_end(sorted(pids), within_s=120)
 
 
 @pytest.mark.slow  # 2.5 min at load 30, 7 min at load 40
