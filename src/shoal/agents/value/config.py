@@ -1,6 +1,6 @@
-"""DQN hyperparameters: Mnih et al. 2015 with double Q (van Hasselt et al. 2016), dueling heads
-(Wang et al. 2016), n-step returns and prioritised replay (Schaul et al. 2016), as in Ape-X
-(Horgan et al. 2018)."""
+"""The transition value agents' hyperparameters (DQN, Ape-X): Mnih et al. 2015 with double Q
+(van Hasselt et al. 2016), dueling heads (Wang et al. 2016), n-step returns and prioritised
+replay (Schaul et al. 2016), as in Ape-X (Horgan et al. 2018)."""
 
 from __future__ import annotations
 
@@ -16,15 +16,9 @@ from shoal.agents.checks import (
     require_positive,
     require_unit_interval,
 )
+from shoal.agents.value.exploration import apex_epsilon
 from shoal.config import param
 from shoal.nets.mlp import Activation
-
-
-def apex_epsilon(epsilon: float, alpha: float, index: int, count: int) -> float:
-    """Ape-X's exploration rate of actor `index` of `count`: `epsilon^(1 + alpha i / (N - 1))`
-    (Horgan et al. 2018, section 4; R2D2 uses it too, Kapturowski et al. 2019, section 2.3)."""
-    spread = index / (count - 1) if count > 1 else 0.0
-    return epsilon ** (1.0 + alpha * spread)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,3 +110,22 @@ class DQNConfig:
             return self.apex_epsilon ** (1.0 + self.apex_alpha * spread)
         fraction = np.minimum(1.0, actor_steps / self.epsilon_decay_steps)
         return self.epsilon_start + fraction * (self.epsilon_end - self.epsilon_start)
+
+
+# What the learner reads from its config at each update, and the exploration rates the acting
+# policy reads at each step (`DQNPolicy.apply_settings`): what PBT may change in place. Gamma is
+# not here: the actors' n-step returns already in replay were discounted with the old one.
+MUTABLE_SETTINGS = frozenset(
+    {
+        "learning_rate",
+        "max_grad_norm",
+        "huber_delta",
+        "epsilon_start",
+        "epsilon_end",
+        "epsilon_decay_steps",
+        "apex_epsilon",
+        "apex_alpha",
+    }
+)
+
+__all__ = ["MUTABLE_SETTINGS", "DQNConfig", "apex_epsilon"]

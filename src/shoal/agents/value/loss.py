@@ -1,4 +1,6 @@
-"""DQN's TD errors and loss over a batch of n-step transitions.
+"""The value family's losses: DQN's TD errors and loss over a batch of n-step transitions, the
+`LossResult` every Q loss returns (`shoal.agents.value.learner.QLoss`), and the sequence
+priorities of R2D2 and Agent57.
 
 Target of an m-step transition (discount = γ^m, 0 after a termination):
 
@@ -17,8 +19,8 @@ import numpy as np
 import torch
 
 from shoal import ops
-from shoal.agents.dqn.config import DQNConfig
-from shoal.agents.dqn.networks import QNet
+from shoal.agents.value.config import DQNConfig
+from shoal.agents.value.networks import QNet
 
 
 def _tensor(data: Mapping[str, np.ndarray], key: str, device: torch.device) -> torch.Tensor:
@@ -97,3 +99,14 @@ def dqn_loss(
         "td_abs_mean": delta.detach().abs().mean(),
     }
     return LossResult(loss, delta.detach().abs(), metrics)
+
+
+def sequence_priorities(td_abs: torch.Tensor, mask: torch.Tensor, eta: float) -> torch.Tensor:
+    """`η max_t |δ_t| + (1 - η) mean_t |δ_t|` over the masked steps of each sequence, `[B]`.
+
+    `td_abs`, `mask`: `[T, B]`. Kapturowski et al. 2019, section 2.3: the max keeps a few large
+    errors from being washed out by averaging over long sequences.
+    """
+    masked = td_abs * mask
+    count = mask.sum(0).clamp(min=1.0)
+    return eta * masked.max(0).values + (1.0 - eta) * masked.sum(0) / count

@@ -7,7 +7,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from shoal.agents.dqn.config import DQNConfig
+from shoal.agents.value.config import DQNConfig
 from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError
 from shoal.nets import DuelingQHead, orthogonal_init

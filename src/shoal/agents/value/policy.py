@@ -14,9 +14,9 @@ import numpy as np
 import torch
 
 from shoal.agents.base import ActMode, Layout, Policy, PolicyStep, State, StepInputs
-from shoal.agents.dqn.config import DQNConfig
-from shoal.agents.dqn.loss import td_errors
-from shoal.agents.dqn.networks import QNet
+from shoal.agents.value.config import DQNConfig
+from shoal.agents.value.loss import td_errors
+from shoal.agents.value.networks import QNet
 from shoal.envs.spec import EnvSpec
 from shoal.nets import module_device
 from shoal.tree import map_tree

@@ -1,4 +1,5 @@
-"""DQN's data path: n-step transitions with initial priorities into a rate-limited replay.
+"""The transition data path (DQN, Ape-X): n-step transitions with initial priorities into a
+rate-limited replay.
 
 Actors assemble n-step transitions and compute their initial priorities with their own network
 (Ape-X, Horgan et al. 2018); the replay table keeps the learner at `samples_per_insert` sampled
@@ -10,23 +11,14 @@ from __future__ import annotations
 
 from functools import partial
 
-import numpy as np
-
 from shoal.agents.base import Layout
-from shoal.agents.dqn.actor import initial_priorities
-from shoal.agents.dqn.config import DQNConfig
+from shoal.agents.value.config import DQNConfig
+from shoal.agents.value.policy import initial_priorities
+from shoal.agents.value.replay import replay_table, stored_frame_stack
 from shoal.data import DataPath, NStepAdder, ReplayTable, replay_data_path
 from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError
 from shoal.replay import TransitionReplay
-
-
-def stored_frame_stack(spec: EnvSpec) -> int:
-    """How many stacked frames an observation holds that replay can store once each (Atari: 4
-    uint8 frames of one image per agent step), else 1."""
-    shape = spec.obs_shape
-    stacked = spec.frames_per_step > 1 and spec.obs_dtype == np.uint8 and len(shape) == 3
-    return shape[0] if stacked else 1
 
 
 def make_replay(spec: EnvSpec, config: DQNConfig, shards: int = 1) -> TransitionReplay:
@@ -47,20 +39,6 @@ def make_replay(spec: EnvSpec, config: DQNConfig, shards: int = 1) -> Transition
         prioritized=config.prioritized,
         alpha=config.priority_alpha,
         eps=config.priority_eps,
-    )
-
-
-def replay_table(replay: object, config: DQNConfig, shards: int, seed: int) -> ReplayTable:
-    """A replay behind the rate limiter; each of `shards` tables needs 1 / shards of the items
-    before learning starts."""
-    return ReplayTable(
-        replay,  # type: ignore[arg-type]
-        batch_size=config.batch_size,
-        samples_per_insert=config.samples_per_insert,
-        min_size=-(-config.min_replay_size // shards),
-        beta=config.priority_beta,
-        beta_end=config.priority_beta_end,
-        seed=seed,
     )
 
 
