@@ -11,8 +11,8 @@ import numpy as np
 import torch
 
 from shoal import ops
+from shoal.agents.actor_critic.networks import ActorCritic
 from shoal.agents.base import Unroll
-from shoal.agents.ppo.networks import ActorCritic
 from shoal.tree import map_tree
 
 

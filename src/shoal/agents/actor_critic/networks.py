@@ -1,20 +1,43 @@
-"""Actor-critic for PPO: a torso chosen from the observation space, policy and value heads."""
+"""The actor-critic family's network (PPO's, A2C's, A3C's): a torso chosen from the observation
+space, policy and value heads."""
 
 from __future__ import annotations
+
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 from torch import nn
 
-from shoal.agents.ppo.config import PPOConfig
 from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError
 from shoal.nets import CategoricalHead, GaussianHead, RunningNorm, ValueHead
 from shoal.nets.torso import torso_from_setting
 from shoal.tree import map_tree
 
+__all__ = ["ActorCritic", "NetworkSettings", "check_fits", "make_networks"]
 
-def _torso(spec: EnvSpec, config: PPOConfig) -> nn.Module:
+
+class NetworkSettings(Protocol):
+    """The config fields the network reads (PPO's, A2C's, A3C's)."""
+
+    @property
+    def torso(self) -> str: ...
+    @property
+    def hidden_sizes(self) -> tuple[int, ...]: ...
+    @property
+    def activation(self) -> Any: ...
+    @property
+    def shared_torso(self) -> bool | None: ...
+    @property
+    def normalize_obs(self) -> bool: ...
+    @property
+    def normalize_reward(self) -> bool: ...
+    @property
+    def init_log_std(self) -> float: ...
+
+
+def _torso(spec: EnvSpec, config: NetworkSettings) -> nn.Module:
     return torso_from_setting(
         spec.observation_space, config.torso, config.hidden_sizes, config.activation
     )
@@ -30,7 +53,7 @@ class ActorCritic(nn.Module):
     (as in the Atari PPO of Schulman et al. 2017), vectors get two.
     """
 
-    def __init__(self, spec: EnvSpec, config: PPOConfig) -> None:
+    def __init__(self, spec: EnvSpec, config: NetworkSettings) -> None:
         super().__init__()
         self.discrete = spec.discrete
         image_or_dict = spec.dict_obs or len(spec.observation_space.shape) == 3
@@ -74,7 +97,7 @@ class ActorCritic(nn.Module):
         return self.policy_head(h_policy), self.value_head(h_value)
 
 
-def make_networks(spec: EnvSpec, config: PPOConfig) -> ActorCritic:
+def make_networks(spec: EnvSpec, config: NetworkSettings) -> ActorCritic:
     net = ActorCritic(spec, config)
     check_fits(net, spec)
     return net

@@ -1,4 +1,5 @@
-"""PPO's actor side: sample actions and record their log-probabilities for the learner."""
+"""The actor-critic family's policy (PPO's, A2C's, A3C's): sample actions and record their
+log-probabilities for the learner."""
 
 from __future__ import annotations
 
@@ -8,9 +9,8 @@ import numpy as np
 import torch
 
 from shoal import ops
+from shoal.agents.actor_critic.networks import ActorCritic
 from shoal.agents.base import ActMode, Layout, Policy, PolicyStep, State, StepInputs
-from shoal.agents.ppo.config import PPOConfig
-from shoal.agents.ppo.networks import ActorCritic
 from shoal.envs.spec import EnvSpec
 from shoal.nets import module_device
 from shoal.tree import map_tree
@@ -26,7 +26,7 @@ class PPOPolicy(Policy):
     def __init__(
         self,
         spec: EnvSpec,
-        config: PPOConfig,
+        config: Any,
         net: ActorCritic,
         seed: int,
         layout: Layout | None = None,
