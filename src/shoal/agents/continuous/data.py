@@ -1,18 +1,22 @@
-"""SAC's data path: one-step transitions into a uniform replay behind a rate limiter.
+"""The continuous-control family's data path (SAC's and TD3's): one-step transitions into a
+uniform replay behind a rate limiter.
 
 Each actor turns its unrolls into transitions (`NStepAdder` with n = 1); the replay table keeps
 the learner at `samples_per_insert` sampled transitions per inserted one (one gradient step of
 `batch_size` per agent step by default, SB3's `train_freq=1, gradient_steps=1`), and lets it
 start once `learning_starts` transitions are in. On ray the replay is sharded over
-`--replay-shards` processes that actors fill directly. TD3 uses this data path too.
+`--replay-shards` processes that actors fill directly. `transitions` turns a sampled batch into
+tensors for the learners.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import partial
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
+import torch
 
 from shoal.agents.base import Layout
 from shoal.data import DataPath, NStepAdder, ReplayTable, replay_data_path
@@ -74,3 +78,20 @@ def make_data_path(spec: EnvSpec, config: ReplaySettings, layout: Layout) -> Dat
     return replay_data_path(
         config.unroll_length, partial(_table, spec, config), partial(_adder, config)
     )
+
+
+class Transitions(NamedTuple):
+    """A sampled batch as tensors on the learner's device, `[B, ...]` each."""
+
+    obs: torch.Tensor
+    action: torch.Tensor
+    reward: torch.Tensor
+    discount: torch.Tensor
+    next_obs: torch.Tensor
+
+
+def transitions(data: Mapping[str, np.ndarray], device: torch.device) -> Transitions:
+    def tensor(key: str) -> torch.Tensor:
+        return torch.from_numpy(np.asarray(data[key])).to(device, non_blocking=True)
+
+    return Transitions(*(tensor(key) for key in Transitions._fields))
