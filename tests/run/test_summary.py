@@ -18,7 +18,7 @@ class _Counter:
     episodes: int = 90
     updates: int = 8
     counts: dict[str, int] = field(default_factory=lambda: {"actor_restarts": 1})
-    interruption: str | None = None
+    interruption: str = "interrupted"
     target_reached_step: int | None = None
     target_reached_at: float | None = None
     elapsed: float = 12.34567

@@ -40,13 +40,26 @@ SUMMARY_KEYS = (
 class Counted(Protocol):
     """What a summary reads of a run's counter (`shoal.runtime.counter.Counter`)."""
 
-    env_steps: int
-    episodes: int
-    updates: int
-    counts: dict[str, int]
-    interruption: str | None
-    target_reached_step: int | None
-    target_reached_at: float | None
+    @property
+    def env_steps(self) -> int: ...
+
+    @property
+    def episodes(self) -> int: ...
+
+    @property
+    def updates(self) -> int: ...
+
+    @property
+    def counts(self) -> Mapping[str, int]: ...
+
+    @property
+    def interruption(self) -> str: ...  # why a run stopped that no stop condition ended
+
+    @property
+    def target_reached_step(self) -> int | None: ...
+
+    @property
+    def target_reached_at(self) -> float | None: ...
 
     @property
     def elapsed(self) -> float: ...
