@@ -141,7 +141,7 @@ class Driver:
         self,
         metrics: Callable[[], dict[str, float]],
         policy_lag: float,
-        learner_state: Callable[[], dict],
+        learner_state: Callable[[], dict[str, Any]],
         updates: int = 1,
     ) -> None:
         """Count `updates` learner updates; evaluate, write a metrics row (asking `metrics`

@@ -152,13 +152,13 @@ class Evaluations:
         """The greedy evaluation every --eval-every steps, said in one line."""
         run = self.program.run
         evaluation = self._evaluate(learner_state, "greedy", run.eval_every_episodes, final=False)
-        self._next_eval = next_multiple(self.counter.env_steps, run.eval_every)
+        self._next_eval = next_multiple(self.counter.env_steps, run.eval_every or 1)
         return evaluation
 
     def final_evaluations(self, learner_state: dict[str, Any]) -> list[Evaluation]:
         """The final greedy and sampling evaluations (none with --eval-episodes 0), within
         what --max-time leaves (`RunConfig.final_eval_time`), the greedy one taking half."""
-        run, made = self.program.run, []
+        run, made = self.program.run, list[Evaluation]()
         if run.eval_episodes <= 0:
             return made
         bound = run.final_eval_time
@@ -166,7 +166,11 @@ class Evaluations:
             bound = max(bound, run.max_time - self.counter.elapsed)
         deadline = None if bound is None else time.monotonic() + bound
         self.evaluator.prepare(run.eval_episodes)  # then the two share what is left
-        for share, mode in ((0.5, "greedy"), (1.0, "sample")):
+        modes: tuple[tuple[float, Literal["greedy", "sample"]], ...] = (
+            (0.5, "greedy"),
+            (1.0, "sample"),
+        )
+        for share, mode in modes:
             left = None if deadline is None else share * (deadline - time.monotonic())
             evaluation = self._evaluate(
                 learner_state, mode, run.eval_episodes, final=True, max_time=left

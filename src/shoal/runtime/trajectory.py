@@ -33,7 +33,7 @@ class Steps:
         self.truncated = np.empty((length, width), bool)
         self.actions: list[list[np.ndarray]] = [[] for _ in range(length)]
         self.extras: list[list[dict[str, np.ndarray]]] = [[] for _ in range(length)]
-        self.final_obs: list = []
+        self.final_obs: list[Any] = []
         self.final_index: list[tuple[int, int]] = []
 
     def acted(self, t: int, actions: np.ndarray, extras: dict[str, np.ndarray]) -> None:
@@ -62,7 +62,7 @@ class Steps:
                 self.final_index.append((t, offset + b))
 
     def unroll(self, version: int, env_slot: int) -> Unroll:
-        def joined(parts: list) -> np.ndarray:
+        def joined(parts: list[np.ndarray]) -> np.ndarray:
             return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
         extras = {
