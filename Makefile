@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TORCH ?= torch==2.13.0
 
-.PHONY: train test test-multihost lint format clean
+.PHONY: train test test-multihost docs lint format clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,7 @@ test: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/python -m pytest -q
+	$(BIN)/mkdocs build --strict --site-dir build/site
 
 # Ray across three hosts in network namespaces on this machine (root and iproute2 needed): a
 # worker host cut off mid-run and brought back, a learner host lost. -s prints the frames/s
@@ -35,6 +36,11 @@ test: $(VENV)/.installed-dev
 # 2-core machine at a load average of 50-117 (the README's cluster section has the figures).
 test-multihost: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q -s -m "slow or not slow" tests/multihost
+
+# The documentation site (docs/, mkdocs.yml) into build/site; browse it with
+# `python -m http.server -d build/site`.
+docs: $(VENV)/.installed-dev
+	$(BIN)/mkdocs build --strict --site-dir build/site
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check --fix src tests benchmarks examples

@@ -19,7 +19,7 @@ import boto3
 from moto.server import ThreadedMotoServer
 
 import shoal
-from shoal import storage
+from shoal.run import storage
 
 
 def main() -> None:

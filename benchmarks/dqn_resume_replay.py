@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from shoal.checkpoint import list_checkpoints
+from shoal.run.checkpoints import list_checkpoints
 from shoal.telemetry import read_metrics
 
 SHOAL = [sys.executable, "-m", "shoal"]

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 import shoal
-from shoal.checkpoint import list_checkpoints, load_checkpoint
 from shoal.cli import main
 from shoal.errors import ShoalError, ShoalWarning
+from shoal.run.checkpoints import list_checkpoints, load_checkpoint
 from shoal.telemetry import read_metrics
 
 QUIET = ["--progress", "false", "--tensorboard", "false", "--eval-episodes", "0"]

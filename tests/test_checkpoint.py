@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from shoal import config
-from shoal.checkpoint import list_checkpoints, load_checkpoint, load_latest, save_checkpoint
 from shoal.errors import CheckpointError, ShoalWarning, StorageError
+from shoal.run.checkpoints import list_checkpoints, load_checkpoint, load_latest, save_checkpoint
 
 
 def _payload(step: int) -> dict:

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from run_dirs import rows, write_run
 
+from shoal.analysis.plots import GRID_POINTS, group_curve
 from shoal.cli import main
-from shoal.plots import GRID_POINTS, group_curve
-from shoal.runs import group_runs, read_runs
+from shoal.run.runs import group_runs, read_runs
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

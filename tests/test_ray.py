@@ -19,9 +19,9 @@ import pytest
 from processes import assert_processes_end
 
 import shoal
-from shoal.checkpoint import list_checkpoints, load_checkpoint
 from shoal.cli import main
 from shoal.errors import ShoalError
+from shoal.run.checkpoints import list_checkpoints, load_checkpoint
 from shoal.telemetry import read_metrics
 
 # Ray workers run at low priority; on a busy machine a learning run can take minutes.

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from run_dirs import rows, write_run
 
+from shoal.analysis.report import atari_normalized, build_report
+from shoal.analysis.stats import AGGREGATES, stratified_bootstrap
 from shoal.cli import main
-from shoal.report import atari_normalized, build_report
-from shoal.stats import AGGREGATES, stratified_bootstrap
 
 # A fixture table of random and human scores for four games (not the real one), so the
 # aggregates are checked by hand independently of shoal.envs.atari_scores.

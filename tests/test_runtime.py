@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import shoal
-from shoal.checkpoint import list_checkpoints, load_checkpoint
+from shoal.run.checkpoints import list_checkpoints, load_checkpoint
 from shoal.runtime.inline import TIMING_KEYS
 from shoal.telemetry import read_metrics
 

@@ -9,7 +9,13 @@ import statistics
 import numpy as np
 import pytest
 
-from shoal.stats import AGGREGATES, iqm, mean_of_means, median_of_means, stratified_bootstrap
+from shoal.analysis.stats import (
+    AGGREGATES,
+    iqm,
+    mean_of_means,
+    median_of_means,
+    stratified_bootstrap,
+)
 
 # Four games, three seeds each: 12 scores, so the IQM is the mean of the middle 6. Ties, a
 # negative score and one far outlier make the trimming matter.
@@ -109,10 +115,10 @@ def test_the_bootstrap_is_stratified_by_task():
 
 
 def test_chunked_resamples_equal_one_pass(monkeypatch):
-    import shoal.stats
+    import shoal.analysis.stats
 
     whole = stratified_bootstrap(SCORES, iqm, reps=300, seed=3)
-    monkeypatch.setattr(shoal.stats, "_CHUNK_VALUES", 25)  # two resamples per chunk
+    monkeypatch.setattr(shoal.analysis.stats, "_CHUNK_VALUES", 25)  # two resamples per chunk
     chunked = stratified_bootstrap(SCORES, iqm, reps=300, seed=3)
     np.testing.assert_array_equal(np.array(whole), np.array(chunked))
 

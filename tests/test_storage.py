@@ -17,12 +17,12 @@ import pytest
 from run_dirs import rows, write_run
 
 import shoal
-from shoal import storage
-from shoal.checkpoint import load_checkpoint
 from shoal.cli import main
 from shoal.errors import CheckpointError, ConfigError
-from shoal.runs import read_runs
-from shoal.storage import UploadError
+from shoal.run import storage
+from shoal.run.checkpoints import load_checkpoint
+from shoal.run.runs import read_runs
+from shoal.run.storage import UploadError
 from shoal.telemetry import read_metrics
 
 MEMORY = fsspec.filesystem("memory")

@@ -20,9 +20,9 @@ boto3 = pytest.importorskip("boto3")
 pytest.importorskip("s3fs")
 
 import shoal  # noqa: E402
-from shoal import storage  # noqa: E402
-from shoal.checkpoint import load_checkpoint  # noqa: E402
 from shoal.cli import main  # noqa: E402
+from shoal.run import storage  # noqa: E402
+from shoal.run.checkpoints import load_checkpoint  # noqa: E402
 
 # Credentials and settings of the local S3; no config file or instance metadata is consulted.
 OFFLINE = {

@@ -363,7 +363,7 @@ def _eval(args: argparse.Namespace) -> None:
 
 
 def _plot(args: argparse.Namespace) -> None:
-    from shoal.plots import plot_runs
+    from shoal.analysis.plots import plot_runs
 
     curves = plot_runs(args.run_dirs, args.output, x=args.x, metric=args.metric)
     drawn = "; ".join(f"{c.algo} on {c.env}, {c.seeds} seed(s)" for c in curves)
@@ -371,7 +371,7 @@ def _plot(args: argparse.Namespace) -> None:
 
 
 def _report(args: argparse.Namespace) -> None:
-    from shoal.report import build_report, check_report_output, write_report
+    from shoal.analysis.report import build_report, check_report_output, write_report
 
     if args.output:
         check_report_output(args.output)

@@ -33,9 +33,10 @@ from shoal.envs.config import EnvConfig
 from shoal.envs.registry import resolve_env
 from shoal.envs.vector import in_process_vector_env
 from shoal.errors import ConfigError, ShoalError, ShoalWarning
+from shoal.run.buckets import is_url, write_text
+from shoal.run.layout import EVALUATIONS_DIR, protocol_record_name
 from shoal.runtime.evaluate import run_episodes
 from shoal.runtime.recording import ACTING_THREADS
-from shoal.storage import is_url, write_text
 
 __all__ = ["ATARI_EPISODES", "PROTOCOLS", "AtariEvaluation", "evaluate_atari"]
 
@@ -43,7 +44,7 @@ PROTOCOLS = ("atari",)
 ATARI_EPISODES = 30  # as Mnih et al. (2015) and most papers since
 NOOP_MAX = 30
 MAX_FRAMES = 108_000
-RECORD_DIR = "evaluations"
+RECORD_DIR = EVALUATIONS_DIR  # in the run directory
 _WIDTH = 8  # episodes played side by side (one batched forward pass for all of them)
 
 
@@ -228,7 +229,7 @@ def _differences(trained: EnvConfig, protocol: EnvConfig) -> dict[str, Any]:
 def save_record(result: AtariEvaluation) -> Path | str | None:
     """Keep the result in `RUN_DIR/evaluations/` (a run directory that cannot be written only
     loses the record, with a warning: the scores were printed)."""
-    name = f"atari-step-{result.checkpoint_steps:012d}.json"
+    name = protocol_record_name(result.checkpoint_steps)
     text = json.dumps(result.as_dict(), indent=2) + "\n"
     if is_url(result.run_dir):  # a run in a bucket: the record goes there, in one put
         url = f"{result.run_dir.rstrip('/')}/{RECORD_DIR}/{name}"

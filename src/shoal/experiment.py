@@ -13,17 +13,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shoal import catalog, config, storage
+from shoal import catalog, config
 from shoal.agents.base import Agent
 from shoal.envs.config import EnvConfig
 from shoal.envs.registry import EnvSource, is_env_object, source_of, spec_of_source
 from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError
+from shoal.run import storage
+from shoal.run.layout import CONFIG_FILE
+from shoal.run.storage import RunStore
 from shoal.runtime.config import RunConfig
 from shoal.runtime.program import Program, run_layout
-from shoal.storage import RunStore
 
-CONFIG_FILE = storage.CONFIG_FILE
 _FILE_KEYS = ("algo", "env", "seed", "run", "agent", "env_config")
 
 
@@ -123,7 +124,7 @@ def _check_num_envs(source: EnvSource, asked: Any) -> None:
 
 def new_run_dir(resolved: Resolved) -> RunStore:
     """Create `runs_dir/<name>` (never reusing one; a folder, or a bucket URL staged locally:
-    `shoal.storage`) and write the resolved config into it."""
+    `shoal.run.storage`) and write the resolved config into it."""
     name = resolved.run.run_name
     if name is None:
         env_id = resolved.source.like or resolved.env_id

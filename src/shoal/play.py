@@ -19,14 +19,14 @@ import torch
 from shoal.api import load
 from shoal.envs.screens import make_screen_env
 from shoal.errors import ConfigError
+from shoal.run.buckets import is_url
+from shoal.run.layout import VIDEO_DIR
 from shoal.runtime.recording import (
     ACTING_THREADS,
     EVAL_SEED_OFFSET,
-    VIDEO_DIR,
     Episode,
     record_episodes,
 )
-from shoal.storage import is_url
 from shoal.telemetry.video import VideoWriter, check_video_path, make_folder
 
 __all__ = ["PlayResult", "play"]

@@ -18,12 +18,12 @@ from shoal.agents.agent57.data import replay_fields
 from shoal.agents.agent57.learner import Agent57Learner
 from shoal.agents.agent57.networks import make_networks
 from shoal.agents.base import StepInputs
-from shoal.checkpoint import list_checkpoints, load_checkpoint
 from shoal.data import Layout
 from shoal.envs.config import EnvConfig
 from shoal.envs.registry import env_spec, resolve_env
 from shoal.envs.toy import Countdown
 from shoal.envs.vector import InProcessVectorEnv
+from shoal.run.checkpoints import list_checkpoints, load_checkpoint
 from shoal.runtime.rows import Acting
 
 SMALL = {"num_mixtures": 4, "lstm_size": 16, "dueling_hidden": 16, "hidden_sizes": (16,)}

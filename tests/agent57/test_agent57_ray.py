@@ -12,7 +12,7 @@ import time
 import pytest
 
 import shoal
-from shoal.checkpoint import list_checkpoints, load_checkpoint
+from shoal.run.checkpoints import list_checkpoints, load_checkpoint
 
 pytestmark = [pytest.mark.distributed, pytest.mark.timeout(900)]
 

@@ -206,7 +206,7 @@ def test_es_solves_cartpole_with_its_preset(quiet_run):
 
 
 def test_a_run_checkpoints_resumes_and_loads_as_a_policy(quiet_run):
-    from shoal.checkpoint import list_checkpoints, load_checkpoint
+    from shoal.run.checkpoints import list_checkpoints, load_checkpoint
 
     agent = {"pairs_per_iteration": 4, "noise_table_size": 100_000}
     run = {**quiet_run, "eval_episodes": 1, "checkpoint_interval": 2000}

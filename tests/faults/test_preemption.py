@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 import shoal
-from shoal.checkpoint import list_checkpoints, load_checkpoint
 from shoal.cli import EXIT_TERMINATED, main
+from shoal.run.checkpoints import list_checkpoints, load_checkpoint
 from shoal.telemetry import read_metrics
 
 QUIET = ["--progress", "false", "--tensorboard", "false"]

@@ -20,8 +20,8 @@ import pytest
 from processes import assert_processes_end
 
 import shoal
-from shoal.checkpoint import list_checkpoints, load_checkpoint
 from shoal.cli import main
+from shoal.run.checkpoints import list_checkpoints, load_checkpoint
 from shoal.telemetry import read_metrics
 
 pytestmark = [pytest.mark.distributed, pytest.mark.timeout(600)]
@@ -380,7 +380,7 @@ def test_a_learner_whose_node_is_gone_stops_the_run_resumable_from_its_checkpoin
 _HANG_IN_SECOND_WRITE = """
 import os, sys, time
 from pathlib import Path
-from shoal import checkpoint
+from shoal.run import checkpoints as checkpoint
 from shoal.cli import main
 
 real, written = checkpoint.write_atomically, []

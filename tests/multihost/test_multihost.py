@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from multihost.hosts import Hosts
-from shoal.checkpoint import list_checkpoints
+from shoal.run.checkpoints import list_checkpoints
 from shoal.telemetry import read_metrics
 
 pytestmark = [pytest.mark.distributed, pytest.mark.slow, pytest.mark.timeout(1200)]

@@ -20,9 +20,9 @@ import pytest
 import shoal
 from shoal import experiment
 from shoal.agents.base import Policy, PolicyStep
-from shoal.checkpoint import list_checkpoints, load_checkpoint, load_latest
 from shoal.cli import main
 from shoal.envs.spec import EnvSpec
+from shoal.run.checkpoints import list_checkpoints, load_checkpoint, load_latest
 from shoal.runtime.actor import build_acting
 from shoal.runtime.rows import Acting
 from shoal.telemetry import read_metrics
@@ -162,7 +162,7 @@ def test_every_replay_agent_resumes_with_its_replay(quiet_run, capsys, algo, env
 # stops halfway through the file and says so, and the test kills the process there.
 KILLED_MID_WRITE = """
 import sys, time
-import shoal.checkpoint as checkpoint
+import shoal.run.arrays as checkpoint
 from shoal.cli import main
 
 atomic = checkpoint.write_atomically

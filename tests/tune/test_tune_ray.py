@@ -17,8 +17,8 @@ from processes import assert_processes_end
 
 pytest.importorskip("ray.tune")
 
-from shoal.checkpoint import load_latest
 from shoal.cli import main
+from shoal.run.checkpoints import load_latest
 from shoal.tune import tune
 
 pytestmark = [pytest.mark.distributed, pytest.mark.timeout(1200)]

@@ -162,11 +162,20 @@ def set_learning_rate(optimizer: Any, learning_rate: float) -> None:
 
 def learning_rates(learner: Any) -> list[float]:
     """The learning rates the learner's optimisers will step with: every param group of
-    every torch optimiser, and the `lr` of shoal's `Adam`, among its attributes."""
-    rates = []
-    for name, value in sorted(vars(learner).items()):
-        if "optim" not in name or value is None:
-            continue
+    every torch optimiser, and the `lr` of shoal's `Adam`. A learner that declares its state
+    (`shoal.agents.common.DeclaredState`) names its optimisers; for others they are found
+    among its attributes whose names contain "optim"."""
+    declared = getattr(learner, "declared_optimizers", None)
+    if declared is not None:
+        optimizers = list(declared())
+    else:
+        optimizers = [
+            value
+            for name, value in sorted(vars(learner).items())
+            if "optim" in name and value is not None
+        ]
+    rates: list[float] = []
+    for value in optimizers:
         groups = getattr(value, "param_groups", None)
         if groups is not None:
             rates.extend(float(group["lr"]) for group in groups)

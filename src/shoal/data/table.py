@@ -28,9 +28,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from shoal.checkpoint import array_bytes, read_arrays, write_arrays
 from shoal.data.base import Adder, Batch, DataPath
 from shoal.replay.rate_limiter import RateLimiter
+from shoal.run.arrays import array_bytes, read_arrays, write_arrays
 
 __all__ = ["ReplayTable", "replay_data_path"]
 

@@ -88,7 +88,8 @@ def transformed_greedy_retrace(
         a_t: actions taken at `x_0 .. x_{T-1}`, `[T, B]`.
         greedy_t: the target policy's action at every entry, `[T + 1, B]` (Agent57: the argmax
             of the combined Q-values, `combine_q_values`, whichever head is learned).
-        r_t, discount_t: `[T, B]`, the head's reward and `γ` (0 where terminated).
+        r_t: the head's reward, `[T, B]`.
+        discount_t: the head's `γ` (0 where terminated), `[T, B]`.
         lambda_: the trace coefficient λ.
         end_t: episode ends `[T, B]`, or None.
     """

@@ -19,8 +19,8 @@ from typing import Any, Literal
 
 import torch
 
-from shoal.checkpoint import policy_payload, save_policy
 from shoal.envs.vector import VectorEnv, in_process_vector_env
+from shoal.run.checkpoints import learner_network, policy_payload, save_policy
 from shoal.runtime.callbacks import Evaluation
 from shoal.runtime.counter import Counter
 from shoal.runtime.evaluate import EvalResult, eval_width, evaluate_policy
@@ -74,7 +74,7 @@ class Evaluator:
         program = self.program
         if self._net is None:
             self._net = program.agent.make_networks(program.spec, program.agent_config)
-        network = learner_state["network"]
+        network = learner_network(learner_state)
         self._net.load_state_dict(network)
         acting = acting_for(
             program.agent, program.spec, program.agent_config, self._net, dict(policy_state), mode

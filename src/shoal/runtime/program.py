@@ -15,6 +15,7 @@ from shoal.envs.config import EnvConfig
 from shoal.envs.registry import EnvSource
 from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError
+from shoal.run.layout import checkpoint_dir
 from shoal.runtime.config import RunConfig
 
 
@@ -51,7 +52,7 @@ class Program:
 
     @property
     def checkpoint_dir(self) -> Path:
-        return self.run_dir / "checkpoints"
+        return checkpoint_dir(self.run_dir)
 
     @property
     def layout(self) -> Layout:

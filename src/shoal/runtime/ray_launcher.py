@@ -33,6 +33,7 @@ import torch
 
 from shoal.config import write_atomically
 from shoal.errors import ShoalError
+from shoal.run.layout import PLACEMENT_FILE
 from shoal.runtime.callbacks import Callback
 from shoal.runtime.config import parse_resources
 from shoal.runtime.driver import Driver
@@ -249,7 +250,7 @@ def _record_placement(ray: Any, program: Program, roles: dict[str, Any]) -> dict
 
 
 def _write_placement(program: Program, placement: dict) -> None:
-    write_atomically(program.run_dir / "ray_actors.json", json.dumps(placement, indent=2))
+    write_atomically(program.run_dir / PLACEMENT_FILE, json.dumps(placement, indent=2))
 
 
 def _wait_placed(ray: Any, handles: list) -> None:

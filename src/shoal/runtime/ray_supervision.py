@@ -10,8 +10,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from shoal.checkpoint import list_checkpoints, load_latest
 from shoal.errors import ShoalError
+from shoal.run.checkpoints import list_checkpoints, load_latest
+from shoal.run.layout import CHECKPOINT_DIR
 from shoal.runtime.driver import Driver
 from shoal.runtime.program import Program
 
@@ -161,7 +162,7 @@ def restart_from_checkpoint(
     if state is None:
         back = "from step 0 (no checkpoint was written before)"
     else:
-        back = f"from checkpoints/{list_checkpoints(program.checkpoint_dir)[-1].name}"
+        back = f"from {CHECKPOINT_DIR}/{list_checkpoints(program.checkpoint_dir)[-1].name}"
         # Wall time goes on from this command's start, as if the learner had not died.
         state = {**state, "elapsed": driver.counter.elapsed_before}
     driver.console.print(
@@ -202,5 +203,5 @@ def _learner_lost(program: Program, pid: int, steps: int, why: str) -> str:
         )
     return (
         f"{died_at} Continue with `shoal train --resume {run_dir}`: it goes on from "
-        f"checkpoints/{saved[-1].name}; the steps since it are lost."
+        f"{CHECKPOINT_DIR}/{saved[-1].name}; the steps since it are lost."
     )

@@ -22,6 +22,8 @@ from shoal.envs.screens import ScreenEnv, make_screen_env
 from shoal.envs.spec import EnvSpec
 from shoal.envs.vector import check_finite, checked_obs, env_failure
 from shoal.errors import ShoalError
+from shoal.run.checkpoints import learner_network
+from shoal.run.layout import TENSORBOARD_DIR, VIDEO_DIR
 from shoal.runtime.program import Program
 from shoal.runtime.rows import Acting
 from shoal.telemetry.video import VideoWriter, make_folder, mp4_to_gif
@@ -29,7 +31,6 @@ from shoal.tree import map_tree
 
 __all__ = ["Episode", "TrainingVideos", "acting_for", "record_episodes"]
 
-VIDEO_DIR = "videos"
 TENSORBOARD_SECONDS = 60  # of each video shown in TensorBoard, which holds GIFs in memory
 EVAL_SEED_OFFSET = 10_000  # evaluation seeds differ from training seeds (as `shoal eval`)
 # Acting on one observation (or a few) is fastest on one torch thread; two collapse on a busy
@@ -146,7 +147,7 @@ class TrainingVideos:
         program = self.program
         if self._net is None:
             self._net = program.agent.make_networks(program.spec, program.agent_config)
-        self._net.load_state_dict(learner_state["network"])
+        self._net.load_state_dict(learner_network(learner_state))
         acting = acting_for(
             program.agent, program.spec, program.agent_config, self._net, policy_state, "greedy"
         )
@@ -187,7 +188,9 @@ class TrainingVideos:
         from torch.utils.tensorboard.writer import FileWriter
 
         if self._events is None:  # beside the metrics' events: the same run in TensorBoard
-            self._events = FileWriter(str(self.program.run_dir / "tb"), filename_suffix=".video")
+            self._events = FileWriter(
+                str(self.program.run_dir / TENSORBOARD_DIR), filename_suffix=".video"
+            )
         width, height = _gif_size(data)
         image = Summary.Image(height=height, width=width, colorspace=3, encoded_image_string=data)
         summary = Summary(value=[Summary.Value(tag="video/evaluation", image=image)])

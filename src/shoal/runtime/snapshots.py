@@ -10,7 +10,7 @@ either way. Restoring happens before any actor inserts; a checkpoint without a s
 one, or one over the budget) resumes with an empty replay and says so.
 
 Each shard writes its own file, in parallel on ray; the checkpoint names them, and is written
-after them (`shoal.checkpoint`), so the snapshot is complete whenever the checkpoint exists.
+after them (`shoal.run.checkpoints`), so the snapshot is complete whenever the checkpoint exists.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
-from shoal.checkpoint import snapshot_paths
 from shoal.data import Table
 from shoal.errors import ShoalError, user_error
+from shoal.run.checkpoints import snapshot_paths
 from shoal.runtime.config import CheckpointSettings
 
 __all__ = ["GB", "LocalTables", "ReplaySnapshots", "Tables", "guarded"]

@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from shoal.checkpoint import load_latest
 from shoal.data import Batch
 from shoal.errors import ShoalError, user_error
+from shoal.run.checkpoints import load_latest
 from shoal.runtime.program import Program
 from shoal.runtime.snapshots import guarded
 

@@ -24,11 +24,18 @@ from typing import Any, Literal, Protocol
 
 from shoal.config import load_yaml, storage_error, write_atomically
 from shoal.errors import ConfigError, ShoalError
+from shoal.run.layout import (
+    CONFIG_FILE,
+    METRICS_CSV,
+    METRICS_FILE,
+    TENSORBOARD_DIR,
+    TRACKER_IDS_FILE,
+)
 from shoal.tree import flatten_dict
 
 LoggerName = Literal["tensorboard", "jsonl", "csv", "wandb", "mlflow"]
 DEFAULT_LOGGERS: tuple[LoggerName, ...] = ("tensorboard", "jsonl")
-IDS_FILE = "trackers.json"
+IDS_FILE = TRACKER_IDS_FILE
 # Trackers from optional packages; each logger's name is its module's, its pip package's and
 # its shoal extra's.
 _OPTIONAL = ("wandb", "mlflow")
@@ -114,7 +121,7 @@ class JsonlTracker:
     """`metrics.jsonl`: one JSON object per row, what `shoal plot` and `shoal report` read."""
 
     def __init__(self, run_dir: Path, resume_step: int | None) -> None:
-        self.path = run_dir / "metrics.jsonl"
+        self.path = run_dir / METRICS_FILE
         if resume_step is not None and self.path.exists():
             kept = [r for r in read_metrics(self.path) if r.get("env_steps", 0) <= resume_step]
             write_atomically(self.path, "".join(json.dumps(r) + "\n" for r in kept))
@@ -162,7 +169,7 @@ class TensorBoardTracker:
     def __init__(self, run_dir: Path, resume_step: int | None) -> None:
         from torch.utils.tensorboard import SummaryWriter
 
-        tb = run_dir / "tb"
+        tb = run_dir / TENSORBOARD_DIR
         self.writer = SummaryWriter(str(tb), purge_step=resume_step if tb.exists() else None)
 
     def write(self, row: dict[str, Any]) -> None:
@@ -179,7 +186,7 @@ class CsvTracker:
     policy metrics), so a row with a new key rewrites the file with the wider header."""
 
     def __init__(self, run_dir: Path, resume_step: int | None) -> None:
-        self.path = run_dir / "metrics.csv"
+        self.path = run_dir / METRICS_CSV
         self.rows: list[dict[str, Any]] = []
         if self.path.exists():
             with self.path.open(newline="") as f:
@@ -217,7 +224,7 @@ class CsvTracker:
 
 def _run_config(run_dir: Path) -> dict[str, Any]:
     """The run's resolved config (config.yaml), which W&B and MLflow record with the run."""
-    return load_yaml(run_dir / "config.yaml")
+    return load_yaml(run_dir / CONFIG_FILE)
 
 
 def _tracker_ids(run_dir: Path) -> dict[str, str]:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from shoal.agents.a2c.config import A2CConfig
-from shoal.agents.a2c.loss import actor_critic_loss
+from shoal.agents.actor_critic import ActorCritic, actor_critic_loss
 from shoal.agents.base import NetworkLearner, Unroll, Update
-from shoal.agents.ppo.networks import ActorCritic
+from shoal.agents.common import LearningRateSchedule
 from shoal.envs.spec import EnvSpec
 from shoal.optim import Adam
 
@@ -18,8 +18,8 @@ class A2CLearner(NetworkLearner):
 
     def update(self, batch: Unroll, progress: float) -> Update:
         config = self.config
-        remaining = max(0.0, 1.0 - progress) if config.anneal_lr else 1.0
-        self.optimizer.lr = config.learning_rate * remaining
+        schedule = LearningRateSchedule(base=config.learning_rate, anneal=config.anneal_lr)
+        self.optimizer.lr = schedule.value(progress)
         loss, metrics, obs = actor_critic_loss(self.net, batch, config)
         self.optimizer.zero_grad()
         loss.backward()

@@ -3,15 +3,15 @@
 Each actor syncs the newest weights, acts `rollout_length` steps, computes the gradient of
 the n-step actor-critic loss on its own data (its adder, with its copy of the network) and
 sends the gradient, not the data; the learner applies gradients as they arrive, dropping those
-staler than `max_staleness` versions. The network and policy are PPO's, the loss A2C's.
+staler than `max_staleness` versions. The network, policy and loss are the actor-critic
+family's (`shoal.agents.actor_critic`), as PPO's and A2C's.
 """
 
 from shoal.agents.a3c.config import A3CConfig
 from shoal.agents.a3c.data import make_data_path
 from shoal.agents.a3c.learner import A3CLearner
+from shoal.agents.actor_critic import PPOPolicy, make_networks
 from shoal.agents.base import Agent
-from shoal.agents.ppo.actor import PPOPolicy
-from shoal.agents.ppo.networks import make_networks
 
 AGENT = Agent(
     name="a3c",

@@ -20,9 +20,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from shoal.agents.a2c.loss import LossSettings, actor_critic_loss
+from shoal.agents.actor_critic import ActorCritic, LossSettings, actor_critic_loss
 from shoal.agents.base import Unroll
-from shoal.agents.ppo.networks import ActorCritic
 from shoal.data import Batch, DataPath, Layout
 from shoal.data.queue import NoSnapshot
 from shoal.envs.spec import EnvSpec

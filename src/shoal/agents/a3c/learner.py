@@ -8,8 +8,8 @@ from typing import Any
 import torch
 
 from shoal.agents.a3c.config import A3CConfig
+from shoal.agents.actor_critic import ActorCritic
 from shoal.agents.base import NetworkLearner, Update
-from shoal.agents.ppo.networks import ActorCritic
 from shoal.envs.spec import EnvSpec
 from shoal.optim import Adam
 

@@ -33,7 +33,7 @@ from shoal.agents.agent57.bandit import SlidingWindowUCB
 from shoal.agents.agent57.config import Agent57Config
 from shoal.agents.agent57.networks import Agent57Net
 from shoal.agents.base import ActMode, Layout, Policy, PolicyStep, State, StepInputs
-from shoal.agents.r2d2.actor import exploration_rates
+from shoal.agents.value.exploration import exploration_rates
 from shoal.envs.spec import EnvSpec
 from shoal.nets import module_device
 from shoal.ops.novelty import EpisodicMemory, RunningMeanStd, lifelong_multiplier

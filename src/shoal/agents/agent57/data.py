@@ -15,7 +15,7 @@ import numpy as np
 from shoal.agents.agent57.config import Agent57Config
 from shoal.agents.agent57.loss import STATE_KEYS, STEP_KEYS
 from shoal.agents.base import Layout
-from shoal.agents.dqn.data import replay_table, stored_frame_stack
+from shoal.agents.value.replay import replay_table, stored_frame_stack
 from shoal.data import DataPath, ReplayTable, SequenceAdder, replay_data_path
 from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError
@@ -59,7 +59,7 @@ def make_replay(spec: EnvSpec, config: Agent57Config, shards: int = 1) -> Sequen
 
 
 def _table(spec: EnvSpec, config: Agent57Config, shards: int, seed: int) -> ReplayTable:
-    return replay_table(make_replay(spec, config, shards), config, shards, seed)  # type: ignore[arg-type]
+    return replay_table(make_replay(spec, config, shards), config, shards, seed)
 
 
 def _adder(config: Agent57Config, policy: object, actor: int) -> SequenceAdder:

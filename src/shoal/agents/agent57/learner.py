@@ -11,7 +11,6 @@ import copy
 import itertools
 import math
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
@@ -19,11 +18,12 @@ from shoal.agents.agent57.config import Agent57Config
 from shoal.agents.agent57.loss import agent57_losses
 from shoal.agents.agent57.networks import Agent57Net
 from shoal.agents.base import NetworkLearner, Update
+from shoal.agents.common import DeclaredState, HardUpdate, LearnerState, LearningRateSchedule
 from shoal.envs.spec import EnvSpec
 from shoal.optim import Adam
 
 
-class Agent57Learner(NetworkLearner):
+class Agent57Learner(DeclaredState, NetworkLearner):
     def __init__(self, spec: EnvSpec, config: Agent57Config, net: Agent57Net) -> None:
         self.config, self.net = config, net
         self.table = config.mixtures()
@@ -41,6 +41,7 @@ class Agent57Learner(NetworkLearner):
             "rnd": Adam(net.rnd_predictor.parameters(), lr=config.rnd_learning_rate, eps=eps),
         }
         self.base_lr = {name: opt.lr for name, opt in self.optimizers.items()}
+        self.update_target = HardUpdate(self.target, self.net, config.target_update_period)
         self.version = 0
         self.gradient_steps = 0
 
@@ -48,7 +49,8 @@ class Agent57Learner(NetworkLearner):
         config = self.config
         if config.anneal_lr:
             for name, optimizer in self.optimizers.items():
-                optimizer.lr = self.base_lr[name] * max(0.0, 1.0 - progress)
+                schedule = LearningRateSchedule(base=self.base_lr[name], anneal=True)
+                optimizer.lr = schedule.value(progress)
         losses = agent57_losses(self.net, self.target, batch, config, self.table)
         for optimizer in self.optimizers.values():
             optimizer.zero_grad()
@@ -60,8 +62,7 @@ class Agent57Learner(NetworkLearner):
             metrics[f"{name}_grad_norm"] = float(norm)
         self.gradient_steps += 1
         self.version += 1
-        if self.gradient_steps % config.target_update_period == 0:
-            self.target.load_state_dict(self.net.state_dict())
+        self.update_target(self.gradient_steps)
         metrics["embedding_loss"] = float(losses.embedding.detach())
         metrics["rnd_loss"] = float(losses.rnd.detach())
         metrics["importance_weight_mean"] = float(np.mean(batch["weights"]))
@@ -72,19 +73,9 @@ class Agent57Learner(NetworkLearner):
             priorities = losses.priorities.detach().cpu().numpy() + config.priority_eps
         return Update(metrics, priorities)
 
-    def state_dict(self) -> dict[str, Any]:
-        return {
-            "network": self.net.state_dict(),
-            "target": self.target.state_dict(),
-            "optimizers": {name: opt.state_dict() for name, opt in self.optimizers.items()},
-            "version": self.version,
-            "gradient_steps": self.gradient_steps,
-        }
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.net.load_state_dict(state["network"])
-        self.target.load_state_dict(state["target"])
-        for name, optimizer in self.optimizers.items():
-            optimizer.load_state_dict(state["optimizers"][name])
-        self.version = int(state["version"])
-        self.gradient_steps = int(state["gradient_steps"])
+    def learner_state(self) -> LearnerState:
+        return LearnerState(
+            modules={"network": self.net, "target": self.target},
+            optimizers={"optimizers": self.optimizers},
+            counters=("version", "gradient_steps"),
+        )

@@ -31,7 +31,7 @@ from shoal import ops
 from shoal.agents.agent57.config import Agent57Config
 from shoal.agents.agent57.mixtures import MixtureTable
 from shoal.agents.agent57.networks import Agent57Net
-from shoal.agents.r2d2.loss import sequence_priorities
+from shoal.agents.value.loss import sequence_priorities
 from shoal.tree import map_tree
 
 # Per-step fields the actors record (`data.py`), besides R2D2's.

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from shoal.agents.agent57.config import Agent57Config
-from shoal.agents.r2d2.networks import R2D2Net, check_fits
+from shoal.agents.value.recurrent import R2D2Net, check_fits
 from shoal.envs.spec import EnvSpec
 from shoal.nets.mlp import MLP
 from shoal.nets.torso import torso_from_setting
@@ -48,8 +48,8 @@ class Agent57Net(nn.Module):
         self.num_actions = spec.num_actions if spec.discrete else 0
         self.num_mixtures = config.num_mixtures
         extra = 1 + config.num_mixtures
-        self.extrinsic = R2D2Net(spec, config, extra_inputs=extra)  # type: ignore[arg-type]
-        self.intrinsic = R2D2Net(spec, config, extra_inputs=extra)  # type: ignore[arg-type]
+        self.extrinsic = R2D2Net(spec, config, extra_inputs=extra)
+        self.intrinsic = R2D2Net(spec, config, extra_inputs=extra)
         self.embedding = _Features(spec, config, config.embedding_size)
         self.inverse_dynamics = MLP(2 * config.embedding_size, (128,), "relu")
         self.inverse_logits = nn.Linear(128, self.num_actions)

@@ -15,8 +15,13 @@ import torch
 from shoal import ops
 from shoal.agents.ars.config import ARSConfig
 from shoal.agents.base import Update, Weights
-from shoal.agents.es.learner import merge_moments, population_metrics
-from shoal.agents.evolution import PerturbableMLP, noise_table, perturbations
+from shoal.agents.evolution import (
+    PerturbableMLP,
+    merge_moments,
+    noise_table,
+    perturbations,
+    population_metrics,
+)
 from shoal.envs.spec import EnvSpec
 
 

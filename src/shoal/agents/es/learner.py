@@ -16,25 +16,15 @@ import torch
 from shoal import ops
 from shoal.agents.base import NetworkLearner, Update
 from shoal.agents.es.config import ESConfig
-from shoal.agents.evolution import PerturbableMLP, noise_table, perturbations
+from shoal.agents.evolution import (
+    PerturbableMLP,
+    merge_moments,
+    noise_table,
+    perturbations,
+    population_metrics,
+)
 from shoal.envs.spec import EnvSpec
 from shoal.optim import Adam
-
-
-def population_metrics(batch: dict[str, Any]) -> dict[str, float]:
-    returns = np.concatenate([batch["return_pos"], batch["return_neg"]])
-    lengths = np.concatenate([batch["length_pos"], batch["length_neg"]])
-    return {
-        "population_return_mean": float(returns.mean()),
-        "population_return_max": float(returns.max()),
-        "population_length_mean": float(lengths.mean()),
-        "pairs": float(len(batch["noise_offset"])),
-    }
-
-
-def merge_moments(net: PerturbableMLP, batch: dict[str, Any]) -> None:
-    if net.normalize_obs and "obs_count" in batch:
-        net.merge_obs_moments(batch["obs_sum"], batch["obs_sumsq"], float(batch["obs_count"]))
 
 
 class ESLearner(NetworkLearner):
@@ -62,3 +52,6 @@ class ESLearner(NetworkLearner):
         metrics["gradient_norm"] = float(gradient.norm())
         metrics["theta_norm"] = float(theta.norm())
         return Update(metrics)
+
+
+__all__ = ["ESLearner", "merge_moments", "population_metrics"]

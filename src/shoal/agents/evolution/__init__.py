@@ -5,6 +5,7 @@ from shoal.agents.evolution.data import EpisodeAdder, PairTable, make_data_path
 from shoal.agents.evolution.networks import PerturbableMLP, check_flat_observations
 from shoal.agents.evolution.noise import noise_table, perturbations
 from shoal.agents.evolution.policy import PerturbedPolicy
+from shoal.agents.evolution.population import merge_moments, population_metrics
 
 __all__ = [
     "EpisodeAdder",
@@ -13,6 +14,8 @@ __all__ = [
     "PerturbedPolicy",
     "check_flat_observations",
     "make_data_path",
+    "merge_moments",
     "noise_table",
     "perturbations",
+    "population_metrics",
 ]

@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 
 from shoal.agents.base import NetworkLearner, Unroll, Update, concat_unrolls
+from shoal.agents.common import LearningRateSchedule
 from shoal.agents.impala.config import IMPALAConfig
 from shoal.agents.impala.loss import Batch, impala_loss
 from shoal.agents.impala.networks import IMPALANet
@@ -27,8 +28,8 @@ class IMPALALearner(NetworkLearner):
         """One gradient step on `batch`; `progress` in [0, 1] anneals the learning rate."""
         unroll = batch if isinstance(batch, Unroll) else self.stack(batch)
         config = self.config
-        remaining = max(0.0, 1.0 - progress)
-        learning_rate = config.learning_rate * (remaining if config.anneal_lr else 1.0)
+        schedule = LearningRateSchedule(base=config.learning_rate, anneal=config.anneal_lr)
+        learning_rate = schedule.value(progress)
         self.optimizer.lr = learning_rate
 
         device = next(self.net.parameters()).device

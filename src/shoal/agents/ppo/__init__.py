@@ -1,28 +1,16 @@
 """Proximal Policy Optimisation (Schulman et al. 2017) with GAE, on rollouts of a vector env."""
 
-from functools import partial
-
+from shoal.agents.actor_critic import PPOPolicy, make_networks, on_policy_data_path
 from shoal.agents.base import Agent, Layout
-from shoal.agents.ppo.actor import PPOPolicy
 from shoal.agents.ppo.config import PPOConfig, validate
 from shoal.agents.ppo.learner import PPOLearner
-from shoal.agents.ppo.networks import make_networks
-from shoal.data import DataPath, UnrollQueue
+from shoal.data import DataPath
 from shoal.envs.spec import EnvSpec
 
 
-def _queue(actors: int, shards: int, seed: int) -> UnrollQueue:
-    return UnrollQueue(batch=actors, capacity=actors, on_policy=True)
-
-
 def make_data_path(spec: EnvSpec, config: PPOConfig, layout: Layout) -> DataPath:
-    """On-policy: one rollout of every actor's envs per update, all acted by the weights being
-    learned from; acting waits for learning, so inline runs act and learn in turn."""
-    return DataPath(
-        unroll_length=config.rollout_length,
-        make_table=partial(_queue, layout.actors),
-        overlap=False,
-    )
+    """On-policy: the actor-critic family's unroll queue (`on_policy_data_path`)."""
+    return on_policy_data_path(spec, config, layout)
 
 
 AGENT = Agent(

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from shoal.agents.base import NetworkLearner, Unroll, Update
+from shoal.agents.common import LearningRateSchedule
 from shoal.agents.ppo.config import PPOConfig
 from shoal.agents.ppo.loss import Minibatch, ppo_loss, rollout_targets
 from shoal.agents.ppo.networks import ActorCritic
@@ -27,7 +28,8 @@ class PPOLearner(NetworkLearner):
     def update(self, batch: Unroll, progress: float) -> Update:
         config, net = self.config, self.net
         remaining = max(0.0, 1.0 - progress)
-        learning_rate = config.learning_rate * (remaining if config.anneal_lr else 1.0)
+        schedule = LearningRateSchedule(base=config.learning_rate, anneal=config.anneal_lr)
+        learning_rate = schedule.value(progress)
         clip_eps = config.clip_eps * (remaining if config.anneal_clip else 1.0)
         self.optimizer.lr = learning_rate
 

@@ -20,6 +20,7 @@ import torch
 from shoal.agents.base import ActMode, Layout, Policy, PolicyStep, State, StepInputs
 from shoal.agents.r2d2.config import R2D2Config
 from shoal.agents.r2d2.networks import R2D2Net
+from shoal.agents.value.exploration import exploration_rates
 from shoal.envs.spec import EnvSpec
 from shoal.nets import module_device
 from shoal.tree import map_tree
@@ -70,15 +71,3 @@ class R2D2Policy(Policy):
         explore = self.rng.random(width) < self.exploration_rates(inputs.slot, mode)
         actions = np.where(explore, self.rng.integers(0, self.net.num_actions, width), greedy)
         return PolicyStep(actions, state=new_state)
-
-
-def exploration_rates(config: Any, layout: Layout, slots: np.ndarray, mode: ActMode) -> np.ndarray:
-    """Ape-X's epsilon of each env slot in `train` mode (per env or per actor, as the config's
-    `exploration` says), `eval_epsilon` in `sample` mode, 0 in `greedy` (R2D2 and Agent57)."""
-    if mode != "train":
-        return np.full(len(slots), config.eval_epsilon if mode == "sample" else 0.0)
-    if config.exploration == "per_actor":
-        index, count = slots // layout.envs_per_actor, layout.actors
-    else:
-        index, count = slots, layout.total_envs
-    return np.array([config.epsilon(int(i), count) for i in index])

@@ -17,7 +17,7 @@ from shoal.agents.checks import (
     require_positive,
     require_unit_interval,
 )
-from shoal.agents.dqn.config import apex_epsilon
+from shoal.agents.value.exploration import apex_epsilon
 from shoal.config import param
 from shoal.nets.mlp import Activation
 

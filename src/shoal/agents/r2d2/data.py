@@ -13,10 +13,10 @@ from functools import partial
 import numpy as np
 
 from shoal.agents.base import Layout
-from shoal.agents.dqn.data import replay_table, stored_frame_stack
 from shoal.agents.r2d2.config import R2D2Config
 from shoal.agents.r2d2.loss import initial_priorities
 from shoal.agents.r2d2.networks import R2D2Net
+from shoal.agents.value.replay import replay_table, stored_frame_stack
 from shoal.data import DataPath, ReplayTable, SequenceAdder, replay_data_path
 from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError
@@ -53,7 +53,7 @@ def make_replay(spec: EnvSpec, config: R2D2Config, shards: int = 1) -> SequenceR
 
 
 def _table(spec: EnvSpec, config: R2D2Config, shards: int, seed: int) -> ReplayTable:
-    return replay_table(make_replay(spec, config, shards), config, shards, seed)  # type: ignore[arg-type]
+    return replay_table(make_replay(spec, config, shards), config, shards, seed)
 
 
 def _priorities(net: R2D2Net, config: R2D2Config, data: Mapping[str, np.ndarray]) -> np.ndarray:

@@ -26,9 +26,9 @@ import numpy as np
 import torch
 
 from shoal import ops
-from shoal.agents.dqn.loss import LossResult
 from shoal.agents.r2d2.config import R2D2Config
 from shoal.agents.r2d2.networks import R2D2Net
+from shoal.agents.value.loss import LossResult, sequence_priorities
 
 _PER_STEP = ("obs", "first", "prev_action", "prev_reward", "action", "reward", "terminated")
 _PER_STEP += ("end", "acted")
@@ -104,17 +104,6 @@ def sequence_td_errors(
     q_taken = q_online[:-1].gather(-1, action.unsqueeze(-1)).squeeze(-1)
     mask = batch["acted"][burn:].to(q_taken.dtype)
     return SequenceTD(targets - q_taken, mask, q_taken)
-
-
-def sequence_priorities(td_abs: torch.Tensor, mask: torch.Tensor, eta: float) -> torch.Tensor:
-    """`η max_t |δ_t| + (1 - η) mean_t |δ_t|` over the masked steps of each sequence, `[B]`.
-
-    `td_abs`, `mask`: `[T, B]`. Kapturowski et al. 2019, section 2.3: the max keeps a few large
-    errors from being washed out by averaging over long sequences.
-    """
-    masked = td_abs * mask
-    count = mask.sum(0).clamp(min=1.0)
-    return eta * masked.max(0).values + (1.0 - eta) * masked.sum(0) / count
 
 
 def r2d2_loss(

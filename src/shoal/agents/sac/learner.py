@@ -11,13 +11,14 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
 from shoal.agents.base import Update, Weights
+from shoal.agents.common import DeclaredState, LearnerState, optimizer_step
+from shoal.agents.common import incremental_update as polyak_update
 from shoal.agents.sac.config import SACConfig
 from shoal.agents.sac.loss import actor_loss, alpha_loss, critic_loss, sample_policy, transitions
 from shoal.agents.sac.networks import SACNet, action_dim
@@ -26,7 +27,7 @@ from shoal.nets import module_device
 from shoal.optim import Adam
 
 
-class SACLearner:
+class SACLearner(DeclaredState):
     """Owns the networks' optimisers, the target critics and the temperature α."""
 
     def __init__(self, spec: EnvSpec, config: SACConfig, net: SACNet) -> None:
@@ -76,42 +77,18 @@ class SACLearner:
         state = self.net.actor.state_dict()
         return {key: value.detach().to("cpu", copy=True) for key, value in state.items()}
 
-    def state_dict(self) -> dict[str, Any]:
+    def learner_state(self) -> LearnerState:
         # The replay is the data path's and is not checkpointed: a resumed run refills it.
-        state: dict[str, Any] = {
-            "network": self.net.state_dict(),
-            "target_critic": self.target_critic.state_dict(),
-            "log_alpha": self.log_alpha.detach().clone(),
-            "actor_optimizer": self.actor_optimizer.state_dict(),
-            "critic_optimizer": self.critic_optimizer.state_dict(),
-            "version": self.version,
-            "gradient_steps": self.gradient_steps,
-        }
-        if self.alpha_optimizer is not None:
-            state["alpha_optimizer"] = self.alpha_optimizer.state_dict()
-        return state
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.net.load_state_dict(state["network"])
-        self.target_critic.load_state_dict(state["target_critic"])
-        with torch.no_grad():
-            self.log_alpha.copy_(state["log_alpha"])  # in place: it lives in its optimiser
-        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
-        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
-        if self.alpha_optimizer is not None:
-            self.alpha_optimizer.load_state_dict(state["alpha_optimizer"])
-        self.version = int(state["version"])
-        self.gradient_steps = int(state["gradient_steps"])
+        return LearnerState(
+            modules={"network": self.net, "target_critic": self.target_critic},
+            tensors={"log_alpha": self.log_alpha},
+            optimizers={
+                "actor_optimizer": self.actor_optimizer,
+                "critic_optimizer": self.critic_optimizer,
+                "alpha_optimizer": self.alpha_optimizer,  # None when alpha is fixed
+            },
+            counters=("version", "gradient_steps"),
+        )
 
 
-def optimizer_step(optimizer: Adam, loss: torch.Tensor) -> None:
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
-
-
-@torch.no_grad()
-def polyak_update(target: nn.Module, online: nn.Module, tau: float) -> None:
-    """`target <- (1 - tau) target + tau online`, parameter by parameter."""
-    for t, o in zip(target.parameters(), online.parameters(), strict=True):
-        t.lerp_(o, tau)
+__all__ = ["SACLearner", "optimizer_step", "polyak_update"]

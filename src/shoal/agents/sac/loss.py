@@ -10,32 +10,14 @@ with `a' ~ π(·|s')` and `discount = γ` (0 after a termination). Every loss is
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import NamedTuple
 
-import numpy as np
 import torch
 from torch import nn
 
 from shoal import ops
+from shoal.agents.continuous.data import Transitions, transitions
 from shoal.agents.sac.networks import SACNet
-
-
-class Transitions(NamedTuple):
-    """A sampled batch as tensors on the learner's device, `[B, ...]` each."""
-
-    obs: torch.Tensor
-    action: torch.Tensor
-    reward: torch.Tensor
-    discount: torch.Tensor
-    next_obs: torch.Tensor
-
-
-def transitions(data: Mapping[str, np.ndarray], device: torch.device) -> Transitions:
-    def tensor(key: str) -> torch.Tensor:
-        return torch.from_numpy(np.asarray(data[key])).to(device, non_blocking=True)
-
-    return Transitions(*(tensor(key) for key in Transitions._fields))
 
 
 class PolicySample(NamedTuple):
@@ -86,3 +68,14 @@ def alpha_loss(
 ) -> torch.Tensor:
     """The temperature's loss: α grows while the policy's entropy is below `target_entropy`."""
     return ops.temperature_loss(log_alpha, sample.log_prob, target_entropy).mean()
+
+
+__all__ = [
+    "PolicySample",
+    "Transitions",
+    "actor_loss",
+    "alpha_loss",
+    "critic_loss",
+    "sample_policy",
+    "transitions",
+]

@@ -1,11 +1,11 @@
 """TD3 (Fujimoto et al. 2018, "Addressing Function Approximation Error in Actor-Critic
 Methods", arXiv:1802.09477): a deterministic actor with Gaussian exploration noise, twin Q
 critics (clipped double Q), delayed policy updates and target policy smoothing, learning
-off-policy from a rate-limited replay of one-step transitions (SAC's data path).
+off-policy from a rate-limited replay of one-step transitions (the continuous family's data path).
 """
 
 from shoal.agents.base import Agent
-from shoal.agents.sac.data import make_data_path
+from shoal.agents.continuous import make_data_path
 from shoal.agents.td3.actor import TD3Policy
 from shoal.agents.td3.config import TD3Config
 from shoal.agents.td3.learner import TD3Learner

@@ -6,11 +6,12 @@ import numpy as np
 import torch
 
 from shoal.agents.base import ActMode
-from shoal.agents.sac.actor import BoundedActionPolicy
+from shoal.agents.continuous import BoundedActionPolicy
 
 
 class TD3Policy(BoundedActionPolicy):
-    """SAC's warm-up and rescaling (`BoundedActionPolicy`) around a deterministic actor.
+    """The continuous family's warm-up and rescaling (`BoundedActionPolicy`) around a
+    deterministic actor.
 
     `train`: after the warm-up, the actor's action plus `N(0, exploration_noise²)` noise,
     clipped to [-1, 1] (Fujimoto et al. 2018, section 6.1); `sample`: the same noisy actions

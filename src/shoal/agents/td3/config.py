@@ -10,7 +10,7 @@ from shoal.agents.checks import (
     require_positive,
     require_unit_interval,
 )
-from shoal.agents.sac.config import check_replay_and_mlp_settings
+from shoal.agents.continuous import check_replay_and_mlp_settings
 from shoal.config import param
 from shoal.nets.mlp import Activation
 

@@ -1,7 +1,7 @@
 """TD3's learner: a critic step per batch; every `policy_delay`-th, an actor step and the
 targets' Polyak update (Fujimoto et al. 2018, section 5.2, Algorithm 1).
 
-The replay and its ratio are the data path's (SAC's, `shoal.agents.sac.data`): one `update` is one
+The replay and its ratio are the data path's (`shoal.agents.continuous.data`): one `update` is one
 gradient step of the critics, whatever the replay ratio.
 """
 
@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
 from shoal.agents.base import Update, Weights
-from shoal.agents.sac.learner import optimizer_step, polyak_update
-from shoal.agents.sac.loss import transitions
+from shoal.agents.common import DeclaredState, LearnerState, incremental_update, optimizer_step
+from shoal.agents.continuous import transitions
 from shoal.agents.td3.config import TD3Config
 from shoal.agents.td3.loss import actor_loss, critic_loss
 from shoal.agents.td3.networks import TD3Net
@@ -24,7 +23,7 @@ from shoal.nets import module_device
 from shoal.optim import Adam
 
 
-class TD3Learner:
+class TD3Learner(DeclaredState):
     """Owns the optimisers and the target actor and critics."""
 
     def __init__(self, spec: EnvSpec, config: TD3Config, net: TD3Net) -> None:
@@ -55,8 +54,8 @@ class TD3Learner:
             self.actor_steps += 1
             self._actor_loss = float(actor_metrics["actor_loss"])
             tau = self.config.tau
-            polyak_update(self.target_critic, self.net.critic, tau)
-            polyak_update(self.target_actor, self.net.actor, tau)
+            incremental_update(self.target_critic, self.net.critic, tau)
+            incremental_update(self.target_actor, self.net.actor, tau)
         self.version += 1
         out = {key: float(value) for key, value in metrics.items()}
         if self._actor_loss is not None:
@@ -70,25 +69,17 @@ class TD3Learner:
         state = self.net.actor.state_dict()
         return {key: value.detach().to("cpu", copy=True) for key, value in state.items()}
 
-    def state_dict(self) -> dict[str, Any]:
+    def learner_state(self) -> LearnerState:
         # The replay is the data path's and is not checkpointed: a resumed run refills it.
-        return {
-            "network": self.net.state_dict(),
-            "target_actor": self.target_actor.state_dict(),
-            "target_critic": self.target_critic.state_dict(),
-            "actor_optimizer": self.actor_optimizer.state_dict(),
-            "critic_optimizer": self.critic_optimizer.state_dict(),
-            "version": self.version,
-            "gradient_steps": self.gradient_steps,
-            "actor_steps": self.actor_steps,
-        }
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.net.load_state_dict(state["network"])
-        self.target_actor.load_state_dict(state["target_actor"])
-        self.target_critic.load_state_dict(state["target_critic"])
-        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
-        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
-        self.version = int(state["version"])
-        self.gradient_steps = int(state["gradient_steps"])
-        self.actor_steps = int(state["actor_steps"])
+        return LearnerState(
+            modules={
+                "network": self.net,
+                "target_actor": self.target_actor,
+                "target_critic": self.target_critic,
+            },
+            optimizers={
+                "actor_optimizer": self.actor_optimizer,
+                "critic_optimizer": self.critic_optimizer,
+            },
+            counters=("version", "gradient_steps", "actor_steps"),
+        )

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from shoal import ops
-from shoal.agents.sac.loss import Transitions
+from shoal.agents.continuous import Transitions
 from shoal.agents.td3.config import TD3Config
 from shoal.agents.td3.networks import TD3Net
 

@@ -2,7 +2,8 @@
 
 As in Stable-Baselines3's TD3: the observation goes through a torso (for vectors just a
 flatten, for images a CNN), the actor's MLP ends in tanh, and each critic's MLP takes the
-torso's features with the action. The torso, the MLPs and the twin critics are SAC's parts.
+torso's features with the action. The torso, the MLPs and the twin critics are the continuous
+family's.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from shoal.agents.sac.networks import TwinQ, action_dim, check_bounded_actions, make_torso, mlp
+from shoal.agents.continuous import TwinQ, action_dim, check_bounded_actions, make_torso, mlp
 from shoal.agents.td3.config import TD3Config
 from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError

@@ -1,0 +1,32 @@
+"""What every agent may share and no agent owns: target-network updates, typed schedules, the
+learner's state declared once, and one optimiser step.
+
+Agents import this package, `shoal.agents.base`, `shoal.agents.checks` and a family library
+(`shoal.agents.value`, `shoal.agents.actor_critic`, `shoal.agents.continuous`,
+`shoal.agents.evolution`), never another agent: a change to one agent is then a change to it
+alone (SB3's `common/`, Acme's `learning_lib`).
+"""
+
+from shoal.agents.common.optim import optimizer_step
+from shoal.agents.common.schedules import LearningRateSchedule, LinearSchedule
+from shoal.agents.common.state import DeclaredState, LearnerState
+from shoal.agents.common.targets import (
+    HardUpdate,
+    SoftUpdate,
+    TargetUpdate,
+    incremental_update,
+    periodic_update,
+)
+
+__all__ = [
+    "DeclaredState",
+    "HardUpdate",
+    "LearnerState",
+    "LearningRateSchedule",
+    "LinearSchedule",
+    "SoftUpdate",
+    "TargetUpdate",
+    "incremental_update",
+    "optimizer_step",
+    "periodic_update",
+]

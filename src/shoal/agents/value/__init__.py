@@ -1,0 +1,45 @@
+"""The value family: what DQN, Ape-X, R2D2 and Agent57 share.
+
+- `learner`: `QLearner`, one gradient step per sampled batch on a loss given to it (`QLoss`,
+  returning `LossResult`), with a periodic or Polyak target (Acme's `learning_lib`).
+- `loss`: the transition loss (`dqn_loss`, double Q, Huber) and sequence priorities.
+- `exploration`: Ape-X's per-actor or per-env epsilons.
+- `transitions` and `replay`: the n-step transition data path, and the rate-limited table that
+  the sequence paths of R2D2 and Agent57 use too.
+- `config`, `networks`, `policy`: the transition agents' (DQN's, Ape-X's) config, Q-network and
+  epsilon-greedy policy; `recurrent`: the LSTM Q-network of R2D2 and Agent57.
+"""
+
+from shoal.agents.value.config import MUTABLE_SETTINGS, DQNConfig
+from shoal.agents.value.exploration import apex_epsilon, exploration_rates
+from shoal.agents.value.learner import QLearner, QLearnerSettings, QLoss
+from shoal.agents.value.loss import LossResult, dqn_loss, sequence_priorities, td_errors
+from shoal.agents.value.networks import QNet
+from shoal.agents.value.networks import make_networks as make_q_networks
+from shoal.agents.value.policy import DQNPolicy
+from shoal.agents.value.recurrent import R2D2Net, RecurrentQSettings
+from shoal.agents.value.replay import ReplayTableSettings, replay_table, stored_frame_stack
+from shoal.agents.value.transitions import make_data_path as make_transition_data_path
+
+__all__ = [
+    "MUTABLE_SETTINGS",
+    "DQNConfig",
+    "DQNPolicy",
+    "LossResult",
+    "QLearner",
+    "QLearnerSettings",
+    "QLoss",
+    "QNet",
+    "R2D2Net",
+    "RecurrentQSettings",
+    "ReplayTableSettings",
+    "apex_epsilon",
+    "dqn_loss",
+    "exploration_rates",
+    "make_q_networks",
+    "make_transition_data_path",
+    "replay_table",
+    "sequence_priorities",
+    "stored_frame_stack",
+    "td_errors",
+]

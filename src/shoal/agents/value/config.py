@@ -1,0 +1,131 @@
+"""The transition value agents' hyperparameters (DQN, Ape-X): Mnih et al. 2015 with double Q
+(van Hasselt et al. 2016), dueling heads (Wang et al. 2016), n-step returns and prioritised
+replay (Schaul et al. 2016), as in Ape-X (Horgan et al. 2018)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from shoal.agents.checks import (
+    check_network_settings,
+    check_replay_sizes,
+    require_finite_nonnegative,
+    require_positive,
+    require_unit_interval,
+)
+from shoal.agents.value.exploration import apex_epsilon
+from shoal.config import param
+from shoal.nets.mlp import Activation
+
+
+@dataclass(frozen=True, kw_only=True)
+class DQNConfig:
+    """DQN's settings. Steps are agent steps; the replay ratio is counted in transitions."""
+
+    learning_rate: float = param(1e-4, "Adam step size (at the start, when annealed).")
+    anneal_lr: bool = param(False, "Decay the learning rate linearly to 0 over the budget.")
+    adam_eps: float = param(1.5e-4, "Adam epsilon (Rainbow's 1.5e-4).")
+    gamma: float = param(0.99, "Discount factor.")
+    n_step: int = param(3, "Rewards summed into one transition before bootstrapping.")
+    batch_size: int = param(32, "Transitions per gradient step.")
+    unroll_length: int = param(8, "Steps per env an actor collects before sending transitions.")
+    replay_capacity: int = param(100_000, "Replay size in transitions (FIFO eviction).")
+    min_replay_size: int = param(1_000, "Transitions in replay before learning starts.")
+    samples_per_insert: float = param(
+        8.0, "Transitions sampled per transition inserted (8: a batch of 32 every 4 steps)."
+    )
+    target_update_period: int = param(
+        1_000, "Gradient steps between copies of the online weights to the target network."
+    )
+    target_tau: float = param(
+        1.0, "1: copy every target_update_period steps; < 1: Polyak averaging every step."
+    )
+    double_q: bool = param(True, "Choose the bootstrap action with the online network.")
+    dueling: bool = param(True, "Dueling value and advantage streams.")
+    dueling_hidden: int = param(256, "Hidden units of each dueling stream.")
+    huber_delta: float = param(
+        1.0, "Huber loss threshold on the TD error (inf: squared loss).", allow_inf=True
+    )
+    max_grad_norm: float = param(10.0, "Clip the global gradient norm to this (0 disables).")
+    prioritized: bool = param(True, "Prioritised replay; False samples uniformly.")
+    priority_alpha: float = param(0.6, "Priority exponent alpha (0: uniform).")
+    priority_beta: float = param(0.4, "Importance-weight exponent beta at the start.")
+    priority_beta_end: float = param(1.0, "beta at the end of the budget (annealed linearly).")
+    priority_eps: float = param(1e-6, "Added to |TD error| so every transition can be drawn.")
+    exploration: Literal["linear", "apex"] = param(
+        "linear",
+        "linear: epsilon decays from epsilon_start to epsilon_end; apex: actor i of N acts with "
+        "apex_epsilon^(1 + apex_alpha * i / (N - 1)) throughout.",
+    )
+    epsilon_start: float = param(1.0, "Exploration rate at the start (linear).")
+    epsilon_end: float = param(0.01, "Exploration rate after the decay (linear).")
+    epsilon_decay_steps: int = param(
+        50_000, "Agent steps of one actor over which epsilon decays (linear)."
+    )
+    apex_epsilon: float = param(0.4, "Ape-X base exploration rate epsilon.")
+    apex_alpha: float = param(7.0, "Ape-X exponent spread alpha across actors.")
+    eval_epsilon: float = param(0.0, "Exploration rate of the evaluation policy.")
+    torso: str = param(
+        "auto", "auto, mlp, nature_cnn, impala_resnet, minatar_cnn, or package.module:function."
+    )
+    hidden_sizes: tuple[int, ...] = param((64, 64), "Hidden layer widths of the MLP torso.")
+    activation: Activation = param("relu", "Hidden activation of the MLP torso.")
+    reward_clip: float | None = param(
+        None, "Clip rewards to [-x, x] for learning (1.0 for Atari); None keeps them."
+    )
+
+    def __post_init__(self) -> None:
+        positive = ("learning_rate", "adam_eps", "n_step", "batch_size", "unroll_length")
+        positive += ("replay_capacity", "samples_per_insert", "target_update_period")
+        positive += ("dueling_hidden", "epsilon_decay_steps")
+        require_positive(self, positive)
+        unit = ("gamma", "target_tau", "priority_beta", "priority_beta_end", "epsilon_start")
+        unit += ("epsilon_end", "apex_epsilon", "eval_epsilon")
+        require_unit_interval(self, unit)
+        if self.target_tau == 0:
+            raise ValueError("target_tau must be > 0 (1 copies, < 1 averages); got 0.")
+        require_finite_nonnegative(
+            self, ("priority_alpha", "apex_alpha", "max_grad_norm", "priority_eps")
+        )
+        if not self.huber_delta > 0:
+            raise ValueError(
+                f"huber_delta must be > 0 (inf for squared loss), got {self.huber_delta}."
+            )
+        check_replay_sizes(self)
+        check_network_settings(self)
+
+    def epsilon(self, actor_steps: int, actor_index: int, num_actors: int) -> float:
+        """The exploration rate of actor `actor_index` of `num_actors` after `actor_steps`."""
+        return float(self.epsilons(np.array([actor_steps]), np.array([actor_index]), num_actors)[0])
+
+    def epsilons(
+        self, actor_steps: np.ndarray, actor_index: np.ndarray, num_actors: int
+    ) -> np.ndarray:
+        """`epsilon` for many envs at once: `[n]` steps of their actors and actor indices."""
+        if self.exploration == "apex":
+            spread = actor_index / (num_actors - 1) if num_actors > 1 else 0.0 * actor_index
+            return self.apex_epsilon ** (1.0 + self.apex_alpha * spread)
+        fraction = np.minimum(1.0, actor_steps / self.epsilon_decay_steps)
+        return self.epsilon_start + fraction * (self.epsilon_end - self.epsilon_start)
+
+
+# What the learner reads from its config at each update, and the exploration rates the acting
+# policy reads at each step (`DQNPolicy.apply_settings`): what PBT may change in place. Gamma is
+# not here: the actors' n-step returns already in replay were discounted with the old one.
+MUTABLE_SETTINGS = frozenset(
+    {
+        "learning_rate",
+        "max_grad_norm",
+        "huber_delta",
+        "epsilon_start",
+        "epsilon_end",
+        "epsilon_decay_steps",
+        "apex_epsilon",
+        "apex_alpha",
+    }
+)
+
+__all__ = ["MUTABLE_SETTINGS", "DQNConfig", "apex_epsilon"]

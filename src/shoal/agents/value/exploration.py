@@ -1,0 +1,35 @@
+"""Exploration of the value agents: Ape-X's fixed per-actor (or per-env) epsilons.
+
+Horgan et al. 2018 ("Distributed Prioritized Experience Replay"), section 4: actor i of N acts
+epsilon-greedily with `epsilon^(1 + alpha i / (N - 1))`; R2D2 (Kapturowski et al. 2019, section
+2.3) and Agent57 use it too, per actor or per env.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from shoal.agents.base import ActMode, Layout
+
+__all__ = ["apex_epsilon", "exploration_rates"]
+
+
+def apex_epsilon(epsilon: float, alpha: float, index: int, count: int) -> float:
+    """Ape-X's exploration rate of actor `index` of `count`: `epsilon^(1 + alpha i / (N - 1))`
+    (Horgan et al. 2018, section 4; R2D2 uses it too, Kapturowski et al. 2019, section 2.3)."""
+    spread = index / (count - 1) if count > 1 else 0.0
+    return epsilon ** (1.0 + alpha * spread)
+
+
+def exploration_rates(config: Any, layout: Layout, slots: np.ndarray, mode: ActMode) -> np.ndarray:
+    """Ape-X's epsilon of each env slot in `train` mode (per env or per actor, as the config's
+    `exploration` says), `eval_epsilon` in `sample` mode, 0 in `greedy` (R2D2 and Agent57)."""
+    if mode != "train":
+        return np.full(len(slots), config.eval_epsilon if mode == "sample" else 0.0)
+    if config.exploration == "per_actor":
+        index, count = slots // layout.envs_per_actor, layout.actors
+    else:
+        index, count = slots, layout.total_envs
+    return np.array([config.epsilon(int(i), count) for i in index])

@@ -1,0 +1,112 @@
+"""The value family's losses: DQN's TD errors and loss over a batch of n-step transitions, the
+`LossResult` every Q loss returns (`shoal.agents.value.learner.QLoss`), and the sequence
+priorities of R2D2 and Agent57.
+
+Target of an m-step transition (discount = γ^m, 0 after a termination):
+
+    y = R + discount · Q_target(s', a*),   a* = argmax_a Q_online(s', a)   (double Q)
+                                           a* = argmax_a Q_target(s', a)   (otherwise)
+
+and the loss is the importance-weighted Huber loss of `δ = y - Q_online(s, a)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from shoal import ops
+from shoal.agents.value.config import DQNConfig
+from shoal.agents.value.networks import QNet
+
+
+def _tensor(data: Mapping[str, np.ndarray], key: str, device: torch.device) -> torch.Tensor:
+    return torch.from_numpy(np.asarray(data[key])).to(device, non_blocking=True)
+
+
+def _tensors(data: Mapping[str, np.ndarray], device: torch.device) -> dict[str, torch.Tensor]:
+    keys = ("obs", "next_obs", "action", "reward", "discount")
+    return {k: _tensor(data, k, device) for k in keys}
+
+
+def td_errors(
+    online: QNet,
+    target: QNet,
+    data: Mapping[str, np.ndarray],
+    config: DQNConfig,
+    q_taken: torch.Tensor | None = None,
+    next_online: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """`δ [B]`; gradients flow through `q_taken` (Q_online(s, a)) when it is given.
+
+    `next_online` (Q_online(s') `[B, A]`) saves a forward pass when the caller has it.
+    """
+    batch = _tensors(data, next(online.parameters()).device)
+    reward = batch["reward"]
+    if config.reward_clip is not None:
+        reward = reward.clamp(-config.reward_clip, config.reward_clip)
+    with torch.no_grad():
+        next_target = target(batch["next_obs"])
+        if config.double_q:
+            if online is target:
+                next_online = next_target
+            elif next_online is None:
+                next_online = online(batch["next_obs"])
+            choice = next_online.argmax(-1)
+        else:
+            choice = next_target.argmax(-1)
+        bootstrap = next_target.gather(-1, choice[:, None]).squeeze(-1)
+        y = reward + batch["discount"] * bootstrap
+    if q_taken is None:
+        with torch.no_grad():
+            q_taken = online(batch["obs"]).gather(-1, batch["action"][:, None]).squeeze(-1)
+    return y - q_taken
+
+
+class LossResult(NamedTuple):
+    loss: torch.Tensor  # scalar, differentiable
+    td_abs: torch.Tensor  # [B] detached, the new priorities: |δ| (R2D2: per sequence)
+    metrics: dict[str, torch.Tensor]
+
+
+def dqn_loss(
+    online: QNet, target: QNet, data: Mapping[str, np.ndarray], config: DQNConfig
+) -> LossResult:
+    """Importance-weighted Huber loss of the TD errors of a sampled batch."""
+    device = next(online.parameters()).device
+    obs, action = _tensor(data, "obs", device), _tensor(data, "action", device)
+    next_online = None
+    if config.double_q:
+        # One online pass over s and s' together; only the s half carries gradients.
+        both = online(torch.cat([obs, _tensor(data, "next_obs", device)]))
+        q, next_online = both[: len(obs)], both[len(obs) :].detach()
+    else:
+        q = online(obs)
+    q_taken = q.gather(-1, action[:, None]).squeeze(-1)
+    delta = td_errors(online, target, data, config, q_taken, next_online)
+    if config.huber_delta == float("inf"):
+        per_item = 0.5 * delta.square()
+    else:
+        per_item = ops.huber_loss(delta, config.huber_delta)
+    weights = torch.from_numpy(np.asarray(data["weights"], np.float32)).to(device)
+    loss = (weights * per_item).mean()
+    metrics = {
+        "loss": loss.detach(),
+        "q_mean": q_taken.detach().mean(),
+        "td_abs_mean": delta.detach().abs().mean(),
+    }
+    return LossResult(loss, delta.detach().abs(), metrics)
+
+
+def sequence_priorities(td_abs: torch.Tensor, mask: torch.Tensor, eta: float) -> torch.Tensor:
+    """`η max_t |δ_t| + (1 - η) mean_t |δ_t|` over the masked steps of each sequence, `[B]`.
+
+    `td_abs`, `mask`: `[T, B]`. Kapturowski et al. 2019, section 2.3: the max keeps a few large
+    errors from being washed out by averaging over long sequences.
+    """
+    masked = td_abs * mask
+    count = mask.sum(0).clamp(min=1.0)
+    return eta * masked.max(0).values + (1.0 - eta) * masked.sum(0) / count

@@ -1,0 +1,71 @@
+"""DQN's actor side: epsilon-greedy acting, and the initial priorities of its transitions.
+
+Ape-X (Horgan et al. 2018) has each actor compute the initial priorities `|δ|` of the n-step
+transitions it assembles with its own copy of the network (as both online and target), so new
+experience enters replay with an informed priority rather than the maximum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+from shoal.agents.base import ActMode, Layout, Policy, PolicyStep, State, StepInputs
+from shoal.agents.value.config import DQNConfig
+from shoal.agents.value.loss import td_errors
+from shoal.agents.value.networks import QNet
+from shoal.envs.spec import EnvSpec
+from shoal.nets import module_device
+from shoal.tree import map_tree
+
+
+class DQNPolicy(Policy):
+    """Epsilon-greedy on Q. While training, env slot s (actor `s // E`, whose actor has taken
+    `steps * E` agent steps) explores at `config.epsilons`; `sample` uses `eval_epsilon` and
+    `greedy` none."""
+
+    def __init__(
+        self,
+        spec: EnvSpec,
+        config: DQNConfig,
+        net: QNet,
+        seed: int,
+        layout: Layout | None = None,
+    ) -> None:
+        self.config, self.net = config, net
+        self.layout = layout or Layout()
+        self.rng = np.random.default_rng(seed)
+
+    def apply_settings(self, config: DQNConfig) -> None:
+        """New exploration rates (PBT), read by every step from now on."""
+        self.config = config
+
+    def exploration_rates(self, inputs: StepInputs, mode: ActMode) -> np.ndarray:
+        """The epsilon of each row of a step in `mode`."""
+        if mode != "train":
+            rate = self.config.eval_epsilon if mode == "sample" else 0.0
+            return np.full(len(inputs.slot), rate)
+        per_actor = self.layout.envs_per_actor
+        return self.config.epsilons(
+            inputs.steps * per_actor, inputs.slot // per_actor, self.layout.actors
+        )
+
+    @torch.inference_mode()
+    def step(self, obs: Any, state: State, inputs: StepInputs, mode: ActMode) -> PolicyStep:
+        device = module_device(self.net)
+        q = self.net(map_tree(lambda x: torch.from_numpy(x).to(device), obs))
+        greedy = q.argmax(-1).cpu().numpy()
+        width = len(greedy)
+        explore = self.rng.random(width) < self.exploration_rates(inputs, mode)
+        random = self.rng.integers(0, self.net.num_actions, width)
+        return PolicyStep(np.where(explore, random, greedy))
+
+
+@torch.inference_mode()
+def initial_priorities(net: QNet, config: DQNConfig, data: Mapping[str, np.ndarray]) -> np.ndarray:
+    """`|δ| + ε` of each transition under the acting weights (`net` as its own target)."""
+    errors = td_errors(net, net, data, config)
+    return (errors.abs() + config.priority_eps).cpu().numpy().astype(np.float32)
