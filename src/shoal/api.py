@@ -32,6 +32,7 @@ from shoal.errors import (
     ShoalError,
     user_error,
 )
+from shoal.run.layout import SUMMARY_FILE  # noqa: F401 (shoal.api.SUMMARY_FILE, as before)
 from shoal.runtime.callbacks import Callback
 from shoal.runtime.driver import Driver
 from shoal.runtime.evaluate import EvalResult, evaluate_policy
@@ -39,8 +40,6 @@ from shoal.runtime.inline import run_inline
 from shoal.runtime.recording import acting_for
 from shoal.runtime.rows import Acting
 from shoal.tree import leaves, map_tree
-
-SUMMARY_FILE = training.SUMMARY_FILE
 
 # What `env` may be: an id or `module:function` string, a gymnasium.Env (copied for each env
 # copy), a function making one (or a dm_env.Environment; given a seed if it takes one), or a

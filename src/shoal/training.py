@@ -9,7 +9,6 @@ that failed leaves; `summarise` writes `summary.json`.
 
 from __future__ import annotations
 
-import json
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,8 @@ from shoal.config import dump_yaml, write_atomically
 from shoal.envs.registry import EnvSource
 from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError, ShoalError, ShoalWarning, StorageError
+from shoal.run.layout import CHECKPOINT_DIR, checkpoint_dir
+from shoal.run.summary import run_summary, write_summary
 from shoal.runtime.budget import check_budget
 from shoal.runtime.callbacks import Callback
 from shoal.runtime.driver import Driver
@@ -30,8 +31,6 @@ from shoal.storage import RunStore, UploadError
 from shoal.telemetry.trackers import check_installed
 
 __all__ = ["Finished", "Opened", "Upload", "check_machine", "failed", "open_run", "summarise"]
-
-SUMMARY_FILE = "summary.json"
 
 
 @dataclass(frozen=True)
@@ -132,7 +131,7 @@ def _resumed(
     resolved = experiment.read_run_dir(run_dir, run, trust=trust_run, env=env)
     spec = experiment.spec_of(resolved)
     check_machine(experiment.program(resolved, run_dir, spec))
-    state = load_latest(run_dir / "checkpoints", resolved.algo, set_aside=True)
+    state = load_latest(checkpoint_dir(run_dir), resolved.algo, set_aside=True)
     if state is None:
         # Nothing was kept (killed before or while writing its first checkpoint): the
         # same run from step 0, with the rows and events of the lost attempt dropped.
@@ -150,7 +149,7 @@ def _resumed(
             f"Pass a larger --total-steps to train it further."
         )
     if state is not None and state.get("replay"):
-        store.pull(f"checkpoints/{name}" for name in state["replay"]["files"])
+        store.pull(f"{CHECKPOINT_DIR}/{name}" for name in state["replay"]["files"])
     if run:
         write_atomically(run_dir / experiment.CONFIG_FILE, dump_yaml(resolved.as_dict()))
     return resolved, spec, state
@@ -202,7 +201,7 @@ def failed(err: ShoalError, store: RunStore, fresh: bool) -> ShoalError:
     if isinstance(err, UploadError):
         return err  # it names the staging folder that holds the run, kept for the resume
     run_dir, where = store.local, store.where
-    kept = list_checkpoints(run_dir / "checkpoints")
+    kept = list_checkpoints(checkpoint_dir(run_dir))
     if fresh and not kept:
         store.discard()
         return type(err)(
@@ -229,25 +228,17 @@ def failed(err: ShoalError, store: RunStore, fresh: bool) -> ShoalError:
 def summarise(opened: Opened, driver: Driver) -> dict[str, Any]:
     """Write `summary.json` of the run `driver` drove (synced to its store), tell the
     callbacks it ended, close the store; returns the summary."""
-    resolved, store, counter = opened.resolved, opened.store, driver.counter
+    resolved, store = opened.resolved, opened.store
     greedy, sampled = (driver.final.get(mode) for mode in ("greedy", "sample"))
-    summary = {
-        "algo": resolved.algo,
-        "env": resolved.env_id,
-        "seed": resolved.seed,
-        "env_steps": counter.env_steps,
-        "episodes": counter.episodes,
-        "updates": counter.updates,
-        "wall_time": round(counter.elapsed, 3),
-        "stop_reason": counter.stop_reason() or counter.interruption,
-        **counter.counts,
-        "train_return_mean": counter.mean_return,
-        "target_reached_step": counter.target_reached_step,
-        "target_reached_unix_time": counter.target_reached_at,
-        "evaluation": greedy.result.as_dict() if greedy else None,
-        "evaluation_sampled": sampled.result.as_dict() if sampled else None,
-    }
-    write_atomically(store.local / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
+    summary = run_summary(
+        algo=resolved.algo,
+        env=resolved.env_id,
+        seed=resolved.seed,
+        counter=driver.counter,
+        evaluation=greedy.result.as_dict() if greedy else None,
+        evaluation_sampled=sampled.result.as_dict() if sampled else None,
+    )
+    write_summary(store.local, summary)
     store.sync()
     driver.end(summary)
     store.close()

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from shoal.run.layout import BEST_POLICY  # --keep-best: the best evaluated policy
 from shoal.runtime.config import RunConfig
 from shoal.runtime.counter import Counter
 from shoal.runtime.evaluate import EvalResult
@@ -33,8 +34,6 @@ __all__ = [
     "RunStart",
     "ready_callbacks",
 ]
-
-BEST_POLICY = "best.pt"  # --keep-best: the best evaluated policy, in the run directory
 
 
 @dataclass(frozen=True)
