@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,16 +14,14 @@ import numpy as np
 import torch
 
 from shoal import config as configs
-from shoal import experiment, requeue, storage
+from shoal import experiment, storage, training
 from shoal.checkpoint import (
     POLICY_FORMAT,
-    list_checkpoints,
     load_latest,
     policy_payload,
     read_any,
     save_policy,
 )
-from shoal.config import dump_yaml, write_atomically
 from shoal.envs.config import EnvConfig
 from shoal.envs.observations import ObservationConversion
 from shoal.envs.registry import EnvSource, is_env_object, source_of, spec_of_source
@@ -34,23 +30,16 @@ from shoal.errors import (
     CheckpointError,
     ConfigError,
     ShoalError,
-    ShoalWarning,
-    StorageError,
     user_error,
 )
-from shoal.runtime.budget import check_budget
+from shoal.run.layout import SUMMARY_FILE  # noqa: F401 (shoal.api.SUMMARY_FILE, as before)
 from shoal.runtime.callbacks import Callback
+from shoal.runtime.driver import Driver
 from shoal.runtime.evaluate import EvalResult, evaluate_policy
 from shoal.runtime.inline import run_inline
-from shoal.runtime.program import Program
-from shoal.runtime.ray_connect import check_address
 from shoal.runtime.recording import acting_for
 from shoal.runtime.rows import Acting
-from shoal.storage import RunStore, UploadError
-from shoal.telemetry.trackers import check_installed
 from shoal.tree import leaves, map_tree
-
-SUMMARY_FILE = "summary.json"
 
 # What `env` may be: an id or `module:function` string, a gymnasium.Env (copied for each env
 # copy), a function making one (or a dm_env.Environment; given a seed if it takes one), or a
@@ -107,6 +96,59 @@ def train(
     Example: `shoal.train("ppo", "CartPole-v1", seed=1)`, or `shoal.train("ppo", my_env)`.
     """
     started = time.time() if started is None else started
+    _check_arguments(algo, seed, total_steps, config, agent, run, env_config, resume, trust_run)
+    _require("started", started, (int, float, _NONE), "a time.time() value")
+    callbacks = _checked_callbacks(callbacks)
+    run = dict(run or {})
+    if total_steps is not None:
+        run["total_steps"] = total_steps
+    opened = training.open_run(algo, env, seed, config, agent, run, env_config, resume, trust_run)
+    if isinstance(opened, training.Finished):  # resume="auto" found it ended on its budget
+        return _already_complete(opened.where, opened.summary)
+    driver = _launch(opened, callbacks, started)
+    summary = training.summarise(opened, driver)
+    greedy, sampled = (driver.final.get(mode) for mode in ("greedy", "sample"))
+    return TrainResult(
+        opened.store.where,
+        driver.counter.env_steps,
+        driver.counter.episodes,
+        summary["stop_reason"],
+        driver.counter.mean_return,
+        None if greedy is None else greedy.result,
+        summary,
+        None if sampled is None else sampled.result,
+    )
+
+
+def _launch(opened: training.Opened, callbacks: Sequence[Callback], started: float) -> Driver:
+    """Run `opened` on its launcher until it stops, evaluated; a ShoalError is raised again
+    saying what the run left (`training.failed`)."""
+    store, program = opened.store, opened.program()
+    if store.remote:  # the bucket gets each checkpoint, and the rows and events before it
+        callbacks = [*callbacks, training.Upload(store)]
+    try:
+        store.sync()  # a resumed run's changed config
+        if opened.resolved.run.runtime == "ray":
+            from shoal.runtime.ray_launcher import run_ray  # Ray is imported only for ray runs
+
+            return run_ray(program, opened.state, callbacks, started)
+        return run_inline(program, opened.state, callbacks, started)
+    except ShoalError as err:
+        raise training.failed(user_error(err), store, fresh=opened.fresh) from None
+
+
+def _check_arguments(
+    algo: Any,
+    seed: Any,
+    total_steps: Any,
+    config: Any,
+    agent: Any,
+    run: Any,
+    env_config: Any,
+    resume: Any,
+    trust_run: Any,
+) -> None:
+    """`train`'s arguments of the wrong type, refused with a ConfigError that says what."""
     _require("algo", algo, (str, _NONE), "an algorithm name such as 'ppo'")
     _require("seed", seed, (int, float, str, _NONE), "an integer")
     _require("total_steps", total_steps, (int, float, str, _NONE), "an integer such as 100_000")
@@ -115,142 +157,6 @@ def train(
         _require(name, value, (Mapping, _NONE), "a dict of settings, e.g. {'num_envs': 8}")
     _require("resume", resume, (*_PATH, _NONE), "the path of a run directory, or 'auto'")
     _require("trust_run", trust_run, (bool,), "True or False")
-    _require("started", started, (int, float, _NONE), "a time.time() value")
-    callbacks = _checked_callbacks(callbacks)
-    run = dict(run or {})
-    if total_steps is not None:
-        run["total_steps"] = total_steps
-    auto = resume == "auto"
-    store: RunStore | None = None
-    if auto:  # a requeued job's command: continue its run if there is one
-        found = requeue.find(algo, env, seed, config, agent, run, env_config)
-        if found.complete is not None:
-            assert found.store is not None
-            return _already_complete(found.store.where, found.complete)
-        if found.store is not None:
-            algo = config = agent = env_config = seed = None
-            env = None if isinstance(env, str) else env  # an env object is passed again
-            trust_run = trust_run or found.trusted
-            store = found.store
-        resume = None if store is None else store.where
-    if resume is not None:
-        if algo or config or agent or env_config or seed is not None:
-            raise ConfigError(
-                "--resume continues a run as configured; only run settings such as "
-                "--total-steps or --max-time (and, from Python, the env object it was trained "
-                "on) may be given with it."
-            )
-        store = store or storage.open_run(resume)
-        try:
-            resolved, spec, state = _resumed(store, run, trust_run, env, auto)
-        except BaseException as err:
-            store.close()
-            if store.remote and isinstance(err, ShoalError):  # name the URL, not the staging
-                raise type(err)(store.say(str(err))) from None
-            raise
-    else:
-        resolved = experiment.resolve(algo, env, seed, config, agent, run, env_config)
-        spec = experiment.spec_of(resolved)
-        resolved.agent.make_networks(spec, resolved.agent_config)  # a misfit fails before writing
-        unwritten = experiment.program(resolved, Path(), spec)
-        unwritten.data_path()  # so does data the agent's replay cannot store
-        if resolved.run.runtime == "inline":  # and a learner device this machine lacks
-            unwritten.learner_device()
-        _check_machine(unwritten)
-        store = experiment.new_run_dir(resolved)
-        state = None
-    run_dir = store.local
-    program = experiment.program(resolved, run_dir, spec)
-    if store.remote:  # the bucket gets each checkpoint, and the rows and events before it
-        callbacks = [*callbacks, _Upload(store)]
-    try:
-        store.sync()  # a resumed run's changed config
-        if resolved.run.runtime == "ray":
-            from shoal.runtime.ray_launcher import run_ray  # Ray is imported only for ray runs
-
-            driver = run_ray(program, state, callbacks, started)
-        else:
-            driver = run_inline(program, state, callbacks, started)
-    except ShoalError as err:
-        raise _failed(user_error(err), store, fresh=resume is None) from None
-
-    counter = driver.counter
-    greedy, sampled = (driver.final.get(mode) for mode in ("greedy", "sample"))
-    evaluation = None if greedy is None else greedy.result
-    sampled_evaluation = None if sampled is None else sampled.result
-    summary = {
-        "algo": resolved.algo,
-        "env": resolved.env_id,
-        "seed": resolved.seed,
-        "env_steps": counter.env_steps,
-        "episodes": counter.episodes,
-        "updates": counter.updates,
-        "wall_time": round(counter.elapsed, 3),
-        "stop_reason": counter.stop_reason() or counter.interruption,
-        **counter.counts,
-        "train_return_mean": counter.mean_return,
-        "target_reached_step": counter.target_reached_step,
-        "target_reached_unix_time": counter.target_reached_at,
-        "evaluation": evaluation.as_dict() if evaluation else None,
-        "evaluation_sampled": sampled_evaluation.as_dict() if sampled_evaluation else None,
-    }
-    write_atomically(run_dir / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
-    store.sync()
-    driver.end(summary)
-    store.close()
-    return TrainResult(
-        store.where,
-        counter.env_steps,
-        counter.episodes,
-        summary["stop_reason"],
-        counter.mean_return,
-        evaluation,
-        summary,
-        sampled_evaluation,
-    )
-
-
-def _resumed(
-    store: RunStore, run: dict[str, Any], trust_run: bool, env: Any, auto: bool
-) -> tuple[experiment.Resolved, EnvSpec, dict[str, Any] | None]:
-    """The stored config of the run in `store` with `run` applied, its env's spec and its
-    newest checkpoint (None: none was kept), the replay snapshot it names pulled with it."""
-    run_dir = store.local
-    resolved = experiment.read_run_dir(run_dir, run, trust=trust_run, env=env)
-    spec = experiment.spec_of(resolved)
-    _check_machine(experiment.program(resolved, run_dir, spec))
-    state = load_latest(run_dir / "checkpoints", resolved.algo, set_aside=True)
-    if state is None:
-        # Nothing was kept (killed before or while writing its first checkpoint): the
-        # same run from step 0, with the rows and events of the lost attempt dropped.
-        warnings.warn(
-            f"{store.where} has no complete checkpoint (it stopped before its first one was "
-            "written), so it starts again from step 0; the metrics of the lost attempt are "
-            "replaced.",
-            ShoalWarning,
-            stacklevel=3,
-        )
-    # auto: a run killed after its final checkpoint stops at once, evaluated and summarised.
-    if state is not None and state["env_steps"] >= resolved.run.total_steps and not auto:
-        raise ConfigError(
-            f"{store.where} already finished its budget of {resolved.run.total_steps} steps. "
-            f"Pass a larger --total-steps to train it further."
-        )
-    if state is not None and state.get("replay"):
-        store.pull(f"checkpoints/{name}" for name in state["replay"]["files"])
-    if run:
-        write_atomically(run_dir / experiment.CONFIG_FILE, dump_yaml(resolved.as_dict()))
-    return resolved, spec, state
-
-
-class _Upload(Callback):
-    """Syncs a run staged for a bucket after each checkpoint (`shoal.storage`)."""
-
-    def __init__(self, store: RunStore) -> None:
-        self.store = store
-
-    def on_checkpoint(self, path: Path, env_steps: int) -> None:
-        self.store.sync()
 
 
 def _checked_callbacks(callbacks: Any) -> list[Callback]:
@@ -291,66 +197,6 @@ def _already_complete(run_dir: Path | str, summary: dict[str, Any]) -> TrainResu
         evaluations[1],
         already_complete=True,
     )
-
-
-def _check_machine(program: Program) -> None:
-    """What the run needs of the machine and the cluster, checked before anything is written:
-    memory and time for its envs, the packages of the chosen trackers, and a Ray cluster that
-    answers at --address."""
-    check_budget(program)
-    run = program.run
-    check_installed(run.loggers)
-    if run.runtime == "ray" and run.address:
-        check_address(run.address)
-    if run.runtime == "ray":
-        _check_shippable(program.env_source)
-
-
-def _check_shippable(source: EnvSource) -> None:
-    """An env object goes to Ray's actor processes with Ray's cloudpickle: one that cannot be
-    pickled (an open emulator, a lock, a socket) is refused before anything is written."""
-    if source.family != "object":
-        return  # ids and module:function factories are made by name in each process
-    from ray import cloudpickle  # Ray is imported only for ray runs
-
-    try:
-        cloudpickle.dumps(source.factory)
-    except Exception as err:
-        raise ConfigError(
-            f"The env {source.env_id} cannot be sent to Ray's actor processes: pickling it "
-            f"failed ({type(err).__name__}: {err!s:.120}). Pass a factory instead, "
-            "'package.module:function' naming a function that makes the env (installed or on "
-            "the actors' PYTHONPATH), or use runtime='inline'."
-        ) from None
-
-
-def _failed(err: ShoalError, store: RunStore, fresh: bool) -> ShoalError:
-    """What a run that stopped on `err` leaves: a new run with no checkpoint, nothing."""
-    if isinstance(err, UploadError):
-        return err  # it names the staging folder that holds the run, kept for the resume
-    run_dir, where = store.local, store.where
-    kept = list_checkpoints(run_dir / "checkpoints")
-    if fresh and not kept:
-        store.discard()
-        return type(err)(
-            f"{store.say(str(err))} Nothing was kept: {where} had no checkpoint "
-            "yet, so it was removed."
-        )
-    try:
-        store.sync()  # the rows up to the failure, beside the checkpoints already there
-    except UploadError as upload:
-        return type(err)(f"{store.say(str(err))} {upload}")
-    store.close()
-    if kept and isinstance(err, StorageError):
-        return type(err)(store.say(str(err)))  # it names the newest checkpoint and what to do
-    if kept:
-        tail = (
-            f"{where} keeps its checkpoints, the newest {kept[-1].name}; "
-            f"`shoal eval {where}` evaluates it."
-        )
-    else:
-        tail = f"{where} has no checkpoint yet."
-    return type(err)(f"{store.say(str(err))} {tail}")
 
 
 _PATH = (str, os.PathLike)

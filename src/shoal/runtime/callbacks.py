@@ -7,20 +7,33 @@ metrics row, a checkpoint and the final evaluation follow, and `stop_reason` is 
 
 Ready ones: `KeepBest` (`--keep-best`, on with `--eval-every`) and `EarlyStopping`
 (`--early-stop-patience`); `--eval-every N` itself is the driver's periodic evaluation
-(`runtime/evaluations.py`), whose results reach `on_evaluation`.
+(`runtime/evaluations.py`), whose results reach `on_evaluation`. `Callbacks` is the driver's
+part that calls them.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from shoal.run.layout import BEST_POLICY  # --keep-best: the best evaluated policy
+from shoal.runtime.config import RunConfig
+from shoal.runtime.counter import Counter
 from shoal.runtime.evaluate import EvalResult
 
-__all__ = ["Callback", "EarlyStopping", "Evaluation", "KeepBest", "RunStart"]
+__all__ = [
+    "BEST_POLICY",
+    "Callback",
+    "Callbacks",
+    "EarlyStopping",
+    "Evaluation",
+    "KeepBest",
+    "RunStart",
+    "ready_callbacks",
+]
 
 
 @dataclass(frozen=True)
@@ -114,3 +127,41 @@ class EarlyStopping(Callback):
             return None
         self.stale += 1
         return self.stale < self.patience
+
+
+def ready_callbacks(run: RunConfig, run_dir: Path) -> list[Callback]:
+    """The callbacks the run's settings ask for: --keep-best and --early-stop-patience."""
+    ready: list[Callback] = []
+    if run.eval_every and run.keep_best:
+        ready.append(KeepBest(run_dir / BEST_POLICY))
+    if run.early_stop_patience:
+        ready.append(EarlyStopping(run.early_stop_patience))
+    return ready
+
+
+class Callbacks:
+    """The driver's callbacks, in order; one that returns False stops the run `counter`
+    counts (its stop reason: "callback"), said by `say` in one line."""
+
+    def __init__(
+        self, callbacks: Sequence[Callback], counter: Counter, say: Callable[[str], None]
+    ) -> None:
+        self.callbacks, self.counter, self.say = list(callbacks), counter, say
+
+    def __iter__(self) -> Iterator[Callback]:
+        return iter(self.callbacks)
+
+    def tell(self, method: str, *args: Any) -> None:
+        """Call `method` of every callback; one that returns False stops the run."""
+        for callback in self.callbacks:
+            if getattr(callback, method)(*args) is False and self.counter.stopped_by is None:
+                self.counter.stopped_by = "callback"
+                self.say(
+                    f"{type(callback).__name__}.{method} stopped the run at "
+                    f"{self.counter.env_steps} steps."
+                )
+
+    def end(self, summary: dict[str, Any]) -> None:
+        """Tell every callback the run is over (`summary`: what summary.json holds)."""
+        for callback in self.callbacks:
+            callback.on_end(summary)

@@ -10,58 +10,8 @@ from shoal.data import Unroll
 from shoal.envs.split_vector import SplitVectorEnv
 from shoal.envs.vector import VectorEnv, VectorStep
 from shoal.runtime.rows import Acting
-from shoal.tree import assign, map_tree
-
-
-class _Steps:
-    """What `collect` records step by step before stacking it into an Unroll."""
-
-    def __init__(self, env: VectorEnv, length: int) -> None:
-        width = env.num_envs
-        self.obs = env.spec.allocate_obs(length + 1, width)
-        self.rewards = np.empty((length, width), np.float32)
-        self.terminated = np.empty((length, width), bool)
-        self.truncated = np.empty((length, width), bool)
-        self.actions: list[list[np.ndarray]] = [[] for _ in range(length)]
-        self.extras: list[list[dict[str, np.ndarray]]] = [[] for _ in range(length)]
-        self.final_obs: list = []
-        self.final_index: list[tuple[int, int]] = []
-
-    def result(self, t: int, step: VectorStep, offset: int = 0) -> None:
-        """Step t's outcome for envs `[offset, offset + len(step.reward))`."""
-        part = slice(offset, offset + len(step.reward))
-        self.rewards[t, part] = step.reward
-        self.terminated[t, part] = step.terminated
-        self.truncated[t, part] = step.truncated
-        for b, last in step.final_obs.items():
-            if step.truncated[b] and not step.terminated[b]:
-                self.final_obs.append(last)
-                self.final_index.append((t, offset + b))
-
-    def unroll(self, spec, version: int, env_slot: int) -> Unroll:
-        def joined(parts: list) -> np.ndarray:
-            return parts[0] if len(parts) == 1 else np.concatenate(parts)
-
-        extras = {
-            k: np.stack([joined([e[k] for e in step]) for step in self.extras])
-            for k in self.extras[0][0]
-        }
-        return Unroll(
-            obs=self.obs,
-            actions=np.stack([joined(a) for a in self.actions]),
-            rewards=self.rewards,
-            terminated=self.terminated,
-            truncated=self.truncated,
-            extras=extras,
-            final_obs=(
-                map_tree(lambda *xs: np.stack(xs), *self.final_obs)
-                if self.final_obs
-                else spec.allocate_obs(0)
-            ),
-            final_index=np.array(self.final_index, np.int64).reshape(-1, 2),
-            behaviour_version=version,
-            env_slot=env_slot,
-        )
+from shoal.runtime.trajectory import Steps
+from shoal.tree import assign
 
 
 class UnrollCollector:
@@ -91,7 +41,7 @@ class UnrollCollector:
         if isinstance(self.env, SplitVectorEnv):
             return self._collect_double_buffered(self.env)
         env, acting = self.env, self.acting
-        steps = _Steps(env, self.length)
+        steps = Steps(env.spec, self.length, env.num_envs)
         version = acting.version
         for t in range(self.length):
             if self.stop():
@@ -103,13 +53,12 @@ class UnrollCollector:
                 record["active"] = active.copy()
             step = env.step(env_actions)
             acting.observe(step.reward, step.terminated | step.truncated)
-            steps.actions[t].append(actions)
-            steps.extras[t].append(record)
-            steps.result(t, step)
+            steps.acted(t, actions, record)
+            _result(steps, t, step)
             self._episodes(step)
             self.obs = step.obs
         assign(steps.obs, self.length, self.obs)
-        return steps.unroll(env.spec, version, acting.slot_offset)
+        return steps.unroll(version, acting.slot_offset)
 
     def _collect_double_buffered(self, env: SplitVectorEnv) -> Unroll | None:
         """`collect` for a split env: each half steps while the policy acts on the other.
@@ -117,14 +66,14 @@ class UnrollCollector:
         Rows are independent in `Acting`, so the policy sees each half as a batch of its rows.
         """
         acting, length = self.acting, self.length
-        steps = _Steps(env, length)
+        steps = Steps(env.spec, length, env.num_envs)
         version = acting.version
         rows = [np.arange(part.start, part.stop) for part in env.slices]
 
         def record(t: int, half: int) -> None:
             step, part = env.halves[half].recv(), env.slices[half]
             acting.observe(step.reward, step.terminated | step.truncated, rows[half])
-            steps.result(t, step, env.offsets[half])
+            _result(steps, t, step, env.offsets[half])
             self._episodes(step)
             self.obs[part] = step.obs
 
@@ -140,12 +89,11 @@ class UnrollCollector:
                 steps.obs[t, part] = self.obs[part]
                 env_actions, actions, extras = acting.act(self.obs[part], rows[half])
                 env.halves[half].send(env_actions)
-                steps.actions[t].append(actions)
-                steps.extras[t].append(extras)
+                steps.acted(t, actions, extras)
         for half in range(len(env.halves)):
             record(length - 1, half)
         steps.obs[length] = self.obs
-        return steps.unroll(env.spec, version, acting.slot_offset)
+        return steps.unroll(version, acting.slot_offset)
 
     def _episodes(self, step: VectorStep) -> None:
         self.finished_returns += step.episode_returns
@@ -162,3 +110,7 @@ class UnrollCollector:
         """The env's named episode figures (`VectorStep.episode_metrics`) since the last call."""
         metrics, self.finished_metrics = self.finished_metrics, {}
         return metrics
+
+
+def _result(steps: Steps, t: int, step: VectorStep, offset: int = 0) -> None:
+    steps.result(t, step.reward, step.terminated, step.truncated, step.final_obs, offset)

@@ -1,10 +1,18 @@
-"""Counts steps, episodes and updates, and decides when a run stops."""
+"""Counts steps, episodes and updates, and decides when a run stops.
+
+`Counter` holds a run's progress and its stop conditions (steps, wall time, a target return, a
+callback); `StopSignals` turns Ctrl-C and SIGTERM into a requested stop. What a checkpoint
+keeps of the counter is `Counter.state`, and `Counter.resume` reads it back.
+"""
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 from shoal.runtime.config import RunConfig
 
@@ -45,6 +53,28 @@ class Counter:
         if not self.recent_returns:
             return None
         return sum(self.recent_returns) / len(self.recent_returns)
+
+    def resume(self, state: dict[str, Any]) -> None:
+        """Continue from a checkpoint's payload (what `state` wrote into it)."""
+        self.env_steps = int(state["env_steps"])
+        self.episodes = int(state["episodes"])
+        self.updates = int(state["updates"])
+        self.elapsed_before = float(state["elapsed"])
+        self.recent_returns.extend(state["recent_returns"])
+        self.recent_lengths.extend(state["recent_lengths"])
+        self.counts.update(state.get("counts", {}))
+
+    def state(self) -> dict[str, Any]:
+        """What a checkpoint keeps of the counter: its progress and recent episodes (the
+        event counts are written beside them by `Checkpoints`, after the resume count)."""
+        return {
+            "env_steps": self.env_steps,
+            "episodes": self.episodes,
+            "updates": self.updates,
+            "elapsed": self.elapsed,
+            "recent_returns": list(self.recent_returns),
+            "recent_lengths": list(self.recent_lengths),
+        }
 
     def add_episodes(self, returns: list[float], lengths: list[int]) -> None:
         self.episodes += len(returns)
@@ -92,3 +122,34 @@ class Counter:
         if self.target_reached_at is not None:
             return "stop_at_return"
         return None
+
+
+class StopSignals:
+    """Ctrl-C and SIGTERM, while installed (`with`, in the main thread only): the first press
+    of Ctrl-C asks the run to stop after the current update (a checkpoint follows), the second
+    aborts it (KeyboardInterrupt). SIGTERM, what Slurm and Kubernetes send a job they preempt,
+    is a first Ctrl-C however often it comes (the scheduler's SIGKILL follows its grace period
+    anyway), and names the stop "terminated" in `counter.interruption`."""
+
+    def __init__(self, counter: Counter) -> None:
+        self.counter = counter
+        self.requested = False
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                self._previous[signum] = signal.signal(signum, self._on_signal)
+        return self
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        if self.requested and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        if not self.requested and signum == signal.SIGTERM:
+            self.counter.interruption = "terminated"
+        self.requested = True
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            if handler is not None:  # None: a handler not set from Python, which stays
+                signal.signal(signum, handler)

@@ -4,11 +4,16 @@ They run in the driver's process on fresh envs, on every launcher (on Ray the we
 the learner's process), from the same seeds each time (`seed + 10000`, the first of
 `shoal eval`'s), so successive evaluations of a run differ by the policy only. Each reaches
 the callbacks and the metrics row of its step (`eval_*` keys; `eval_sampled_*` for sampling).
+
+`Evaluations` is the driver's part that decides when: a greedy evaluation every `--eval-every`
+steps, the final greedy and sampling ones within what `--max-time` leaves, and a video every
+`--video-every` steps (`TrainingVideos`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,11 +22,13 @@ import torch
 from shoal.envs.vector import VectorEnv, in_process_vector_env
 from shoal.run.checkpoints import learner_network, policy_payload, save_policy
 from shoal.runtime.callbacks import Evaluation
+from shoal.runtime.counter import Counter
 from shoal.runtime.evaluate import EvalResult, eval_width, evaluate_policy
+from shoal.runtime.metrics_rows import next_multiple
 from shoal.runtime.program import Program
-from shoal.runtime.recording import EVAL_SEED_OFFSET, acting_for
+from shoal.runtime.recording import EVAL_SEED_OFFSET, TrainingVideos, acting_for
 
-__all__ = ["Evaluator", "evaluation_row"]
+__all__ = ["Evaluations", "Evaluator", "evaluation_row"]
 
 
 class Evaluator:
@@ -113,3 +120,102 @@ def evaluation_row(evaluation: Evaluation) -> dict[str, float]:
         f"{prefix}length_mean": result.mean_length,
         f"{prefix}episodes": result.episodes,
     }
+
+
+class Evaluations:
+    """The evaluations and videos of `program`'s run as `counter` counts it, with the driver's
+    `policy_state`. `say` prints a line; `told` is given each evaluation as it is made (the
+    callbacks' `on_evaluation`)."""
+
+    def __init__(
+        self,
+        program: Program,
+        counter: Counter,
+        policy_state: dict[str, Any],
+        say: Callable[[str], None],
+        told: Callable[[Evaluation], None],
+    ) -> None:
+        self.program, self.counter, self.policy_state = program, counter, policy_state
+        self.say, self.told = say, told
+        run, steps = program.run, counter.env_steps
+        # --video-every: an env that cannot render stops the run here, before it trains.
+        self.videos = TrainingVideos(program, say) if run.video_every else None
+        self._next_video = next_multiple(steps, run.video_every or 1)
+        self._next_eval = next_multiple(steps, run.eval_every or 1)
+        self.evaluator = Evaluator(program)
+        self.final: dict[str, Evaluation] = {}  # the final evaluations by mode
+
+    def periodic_due(self) -> bool:
+        return bool(self.program.run.eval_every) and self.counter.env_steps >= self._next_eval
+
+    def periodic(self, learner_state: dict[str, Any]) -> Evaluation:
+        """The greedy evaluation every --eval-every steps, said in one line."""
+        run = self.program.run
+        evaluation = self._evaluate(learner_state, "greedy", run.eval_every_episodes, final=False)
+        self._next_eval = next_multiple(self.counter.env_steps, run.eval_every or 1)
+        return evaluation
+
+    def final_evaluations(self, learner_state: dict[str, Any]) -> list[Evaluation]:
+        """The final greedy and sampling evaluations (none with --eval-episodes 0), within
+        what --max-time leaves (`RunConfig.final_eval_time`), the greedy one taking half."""
+        run, made = self.program.run, list[Evaluation]()
+        if run.eval_episodes <= 0:
+            return made
+        bound = run.final_eval_time
+        if bound is not None and run.max_time is not None:  # what training left of it
+            bound = max(bound, run.max_time - self.counter.elapsed)
+        deadline = None if bound is None else time.monotonic() + bound
+        self.evaluator.prepare(run.eval_episodes)  # then the two share what is left
+        modes: tuple[tuple[float, Literal["greedy", "sample"]], ...] = (
+            (0.5, "greedy"),
+            (1.0, "sample"),
+        )
+        for share, mode in modes:
+            left = None if deadline is None else share * (deadline - time.monotonic())
+            evaluation = self._evaluate(
+                learner_state, mode, run.eval_episodes, final=True, max_time=left
+            )
+            self.final[mode] = evaluation
+            made.append(evaluation)
+        return made
+
+    def video_due(self) -> bool:
+        return self.videos is not None and self.counter.env_steps >= self._next_video
+
+    def video(self, learner_state: dict[str, Any]) -> None:
+        """The video every --video-every steps."""
+        assert self.videos is not None
+        self.videos.record(self.counter.env_steps, learner_state, self.policy_state)
+        self._next_video = next_multiple(self.counter.env_steps, self.program.run.video_every or 1)
+
+    def close(self) -> None:
+        self.evaluator.close()
+        if self.videos is not None:
+            self.videos.close()
+
+    def _evaluate(
+        self,
+        learner_state: dict[str, Any],
+        mode: Literal["greedy", "sample"],
+        episodes: int,
+        final: bool,
+        max_time: float | None = None,
+    ) -> Evaluation:
+        steps = self.counter.env_steps
+        evaluation = self.evaluator.evaluate(
+            steps,
+            learner_state,
+            self.policy_state,
+            mode=mode,
+            episodes=episodes,
+            final=final,
+            max_time=max_time,
+            progress=final and self.program.run.progress,
+        )
+        if not final:
+            self.say(
+                f"evaluation at {steps} steps: mean return "
+                f"{evaluation.mean_return:.2f} over {evaluation.result.episodes} episodes"
+            )
+        self.told(evaluation)
+        return evaluation

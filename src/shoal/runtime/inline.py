@@ -32,6 +32,7 @@ from shoal.runtime.actor import Actor, ActorStats, build_actor
 from shoal.runtime.callbacks import Callback
 from shoal.runtime.central import CentralActing, EnvLoop
 from shoal.runtime.driver import TIMING_KEYS, Driver
+from shoal.runtime.hooks import RunHook
 from shoal.runtime.learning import LearnerLoop, WeightsBoard, build_learner
 from shoal.runtime.program import Program
 from shoal.runtime.snapshots import LocalTables
@@ -46,16 +47,15 @@ def run_inline(
     resume: dict[str, Any] | None = None,
     callbacks: Sequence[Callback] = (),
     started: float | None = None,
-    driver_class: Callable[..., Driver] = Driver,
+    hooks: Sequence[RunHook] = (),
 ) -> Driver:
     """Train until a stop condition holds, writing metrics and checkpoints to the run
     directory, then evaluate; the driver returned holds the counts and final evaluations.
-    `driver_class`: a `Driver` subclass (`shoal tune`'s trials keep hold of the learner its
-    `restore` is given)."""
+    `hooks`: given the driver and the learner (`shoal tune`'s trials keep hold of them)."""
     run = program.run
     torch.set_num_threads(run.torch_threads)
     torch.manual_seed(program.seed)
-    with driver_class(program, resume, callbacks, started) as driver:
+    with Driver(program, resume, callbacks, started, hooks) as driver:
         if run.inference == "central":
             _central(driver, program)
         elif program.overlaps:

@@ -54,18 +54,34 @@ class Program:
     def checkpoint_dir(self) -> Path:
         return checkpoint_dir(self.run_dir)
 
-    @cached_property
+    @property
     def layout(self) -> Layout:
-        # The data path says whether inline runs one actor or `--actors`; which it says does
-        # not depend on the layout it is built with (see `DataPath.actors_inline`).
-        rows = self.spec.rows_per_env
-        first = run_layout(self.run, rows_per_env=rows)
-        path = self.agent.make_data_path(self.spec, self.agent_config, first)
-        return run_layout(self.run, path.actors_inline, rows)
+        """How the run's envs are spread over actors (`run_layout`)."""
+        return self._built[0]
 
     def data_path(self) -> DataPath:
-        """The agent's data path for this run's layout."""
-        return self.agent.make_data_path(self.spec, self.agent_config, self.layout)
+        """The agent's data path for this run's layout, built once per process (the same
+        object every call: its tables and adders are made by its factories)."""
+        return self._built[1]
+
+    @cached_property
+    def _built(self) -> tuple[Layout, DataPath]:
+        # The data path says whether inline runs one actor or `--actors`; which it says does
+        # not depend on the layout it is built with (see `DataPath.actors_inline`), so it is
+        # built again only where it asks for a layout other than the one it was built with
+        # (A3C's gradient workers, inline).
+        rows = self.spec.rows_per_env
+        layout = run_layout(self.run, rows_per_env=rows)
+        path = self.agent.make_data_path(self.spec, self.agent_config, layout)
+        wanted = run_layout(self.run, path.actors_inline, rows)
+        if wanted != layout:
+            path = self.agent.make_data_path(self.spec, self.agent_config, wanted)
+        return wanted, path
+
+    def __getstate__(self) -> dict[str, Any]:
+        # What is built from the program is built again in each process it is sent to: the
+        # data path holds the agent's closures, which need not travel.
+        return {k: v for k, v in self.__dict__.items() if k != "_built"}
 
     @property
     def overlaps(self) -> bool:

@@ -25,7 +25,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,7 @@ from shoal.run.layout import PLACEMENT_FILE
 from shoal.runtime.callbacks import Callback
 from shoal.runtime.config import parse_resources
 from shoal.runtime.driver import Driver
+from shoal.runtime.hooks import RunHook
 from shoal.runtime.program import Program
 from shoal.runtime.ray_connect import connect, start_local
 from shoal.runtime.ray_processes import (
@@ -65,10 +66,9 @@ def run_ray(
     resume: dict[str, Any] | None = None,
     callbacks: Sequence[Callback] = (),
     started: float | None = None,
-    driver_class: Callable[..., Driver] = Driver,
+    hooks: Sequence[RunHook] = (),
 ) -> Driver:
-    """`driver_class`: a `Driver` subclass (`shoal tune`'s trials are given the learner's
-    handle by `Driver.attach_learner`)."""
+    """`hooks`: given the driver and the learner's handle (`shoal tune`'s trials)."""
     import ray
 
     run = program.run
@@ -87,9 +87,7 @@ def run_ray(
         carried: dict[str, int] = {}
         restarts = 0  # of the learner, by this command
         while True:
-            launched = _launch(
-                ray, program, resume, callbacks, started, carried, restarts, driver_class
-            )
+            launched = _launch(ray, program, resume, callbacks, started, carried, restarts, hooks)
             if isinstance(launched, Driver):
                 return launched
             resume, started, carried = launched  # the learner died: again, from a checkpoint
@@ -107,7 +105,7 @@ def _launch(
     started: float | None,
     carried: dict[str, int],
     restarts: int,
-    driver_class: Callable[..., Driver] = Driver,
+    hooks: Sequence[RunHook] = (),
 ) -> Driver | tuple[dict[str, Any] | None, float, dict[str, int]]:
     """One attempt of the run: every role started (from `resume`), then the driver's loop.
     Returns the driver, or, when the learner's process died and may be restarted, what the
@@ -117,7 +115,7 @@ def _launch(
     handles: list[Any] = []
     prefix = f"shoal-{uuid.uuid4().hex[:12]}"  # actors find each other by these names
     try:
-        with driver_class(program, resume, callbacks, started) as driver:
+        with Driver(program, resume, callbacks, started, hooks) as driver:
             driver.counts.update(carried)
             shards = _start_shards(ray, program, prefix) if program.data_path().sharded else []
             handles += shards

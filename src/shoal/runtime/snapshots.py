@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from shoal.data import Table
 from shoal.errors import ShoalError, user_error
 from shoal.run.checkpoints import snapshot_paths
-from shoal.runtime.config import RunConfig
+from shoal.runtime.config import CheckpointSettings
 
 __all__ = ["GB", "LocalTables", "ReplaySnapshots", "Tables", "guarded"]
 
@@ -80,7 +80,7 @@ class LocalTables:
 class ReplaySnapshots:
     """Snapshots of `tables` for the driver's checkpoints; `say` prints one line."""
 
-    def __init__(self, tables: Tables, run: RunConfig, say: Callable[[str], None]) -> None:
+    def __init__(self, tables: Tables, run: CheckpointSettings, say: Callable[[str], None]) -> None:
         self.tables, self.run, self.say = tables, run, say
         self._skipped: str | None = None  # why the last snapshot was skipped, said once
         self.kept: list[Path] = []  # each shard's newest snapshot file

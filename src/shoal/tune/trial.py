@@ -1,7 +1,8 @@
 """One shoal run inside a Tune trial's process, advanced one metrics row at a time.
 
-The run is `shoal train`'s inline run (`run_inline`, unchanged) in a thread of its own. A
-callback hands each metrics row over and waits there until asked for the next one, so between
+The run is `shoal train`'s run (`run_inline` or `run_ray`, unchanged) in a thread of its own. A
+hook (`RunHook`) keeps hold of the run's driver and learner, and a callback hands each metrics
+row over and waits there until asked for the next one, so between
 two rows the learner is idle: a checkpoint, an exploit (another member's learner state copied
 in) or new settings (`Learner.apply_settings`) then act on a consistent learner, in place,
 without building anything again.
@@ -26,6 +27,7 @@ from shoal.config import dump_yaml, write_atomically
 from shoal.errors import ShoalError, user_error
 from shoal.runtime.callbacks import Callback
 from shoal.runtime.driver import Driver
+from shoal.runtime.hooks import RunHook
 from shoal.runtime.inline import run_inline
 
 __all__ = ["RemoteLearner", "TrialRun", "learning_rates"]
@@ -59,8 +61,9 @@ class TrialRun:
         self._go = threading.Semaphore(0)
         self._abandoned = False
         self._thread: threading.Thread | None = None
-        self.driver: _TrialDriver | None = None
+        self.driver: Driver | None = None
         self.learner: Any = None
+        self.finishing = False  # the run's loop ended: its last row is not waited on
         self.finished = False
 
     # The run's thread -------------------------------------------------------------------
@@ -76,7 +79,7 @@ class TrialRun:
                 self._resume,
                 callbacks=[_HandOver(self)],
                 started=time.time(),
-                driver_class=self._make_driver,
+                hooks=[_TrialHook(self)],
             )
             _write_summary(self.resolved, self.run_dir, driver)
             self._out.put(("done", None))
@@ -87,16 +90,9 @@ class TrialRun:
         except BaseException as err:
             self._out.put(("error", err))
 
-    def _make_driver(self, *args: Any) -> Driver:
-        driver = _TrialDriver(*args)
-        driver.trial = self
-        self.driver = driver
-        return driver
-
     def _hand_over(self, row: dict[str, Any]) -> None:
         """In the run's thread: give `row` to `next_row` and wait to be asked for the next."""
-        assert self.driver is not None
-        if self.driver.finishing:  # the last row: the run ends without waiting
+        if self.finishing:  # the last row: the run ends without waiting
             self._out.put(("last", row))
             return
         self._out.put(("row", row))
@@ -192,38 +188,39 @@ class TrialRun:
         thread.join(timeout=60)
         self.finished = True
 
-    def _paused_driver(self) -> _TrialDriver:
+    def _paused_driver(self) -> Driver:
         if self.driver is None or self.learner is None or self.finished:
             raise RuntimeError("the trial's run is not paused between two rows")
         return self.driver
 
 
-class _TrialDriver(Driver):
-    """The driver of a trial's run: keeps hold of the learner it restores, and says when
-    the run is finishing (its last row is not waited on)."""
+class _TrialHook(RunHook):
+    """Keeps hold of the trial's driver and learner, copies a pending exploit in before the
+    first update, and says when the run is finishing (its last row is not waited on)."""
 
-    trial: TrialRun
-    finishing = False
+    def __init__(self, trial: TrialRun) -> None:
+        self.trial = trial
 
-    def restore(self, learner: Any) -> None:
-        super().restore(learner)
+    def on_driver(self, driver: Driver) -> None:
+        # A ray run whose learner died goes on with a new driver (`run_ray`'s attempts).
+        self.trial.driver, self.trial.finishing = driver, False
+
+    def on_learner(self, learner: Any) -> None:
+        self._take(learner)
+
+    def on_remote_learner(self, handle: Any) -> None:
+        """`--runtime ray`: the learner is a Ray actor, driven through its handle."""
+        self._take(RemoteLearner(handle))
+
+    def on_finish(self) -> None:
+        self.trial.finishing = True
+
+    def _take(self, learner: Any) -> None:
         trial = self.trial
         trial.learner = learner
         if trial.pending_exploit is not None:  # before the first update
             payload, trial.pending_exploit = trial.pending_exploit, None
             trial.exploit(payload, trial.resolved.agent_config)
-
-    def attach_learner(self, handle: Any) -> None:
-        """`--runtime ray`: the learner is a Ray actor, driven through its handle."""
-        trial = self.trial
-        trial.learner = RemoteLearner(handle)
-        if trial.pending_exploit is not None:  # before the first learn call
-            payload, trial.pending_exploit = trial.pending_exploit, None
-            trial.exploit(payload, trial.resolved.agent_config)
-
-    def finish(self, learner_state: dict[str, Any]) -> None:
-        self.finishing = True
-        super().finish(learner_state)
 
 
 class RemoteLearner:
