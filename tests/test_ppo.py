@@ -81,6 +81,21 @@ def test_learner_bootstraps_truncation_but_not_termination():
     assert terminated_returns[0, 0].item() == pytest.approx(1.5)
 
 
+def test_reward_clip_bounds_the_rewards_the_targets_see():
+    from shoal.agents.ppo.loss import rollout_targets
+
+    rewards = torch.tensor([[5.0], [-3.0], [0.5]])
+    values = torch.zeros(3, 1)
+    never = torch.zeros(3, 1, dtype=torch.bool)
+    clipped = PPOConfig(gamma=0.0, gae_lambda=1.0, reward_clip=1.0)
+    _, returns = rollout_targets(clipped, rewards, never, never, values, values)
+    assert returns[:, 0].tolist() == pytest.approx([1.0, -1.0, 0.5])
+    _, raw = rollout_targets(PPOConfig(gamma=0.0), rewards, never, never, values, values)
+    assert raw[:, 0].tolist() == pytest.approx([5.0, -3.0, 0.5])
+    with pytest.raises(ValueError, match="reward_clip"):
+        PPOConfig(reward_clip=0.0)
+
+
 def test_loaded_policy_acts_on_one_observation_or_a_batch(quiet_run):
     result = shoal.train(
         "ppo", "CartPole-v1", total_steps=512, run={**quiet_run, "eval_episodes": 0}

@@ -40,6 +40,9 @@ class PPOConfig:
     )
     init_log_std: float = param(0.0, "Initial log standard deviation of Gaussian actions.")
     target_kl: float | None = param(None, "Stop the epochs of an update early past this KL.")
+    reward_clip: float | None = param(
+        None, "Clip rewards to [-x, x] for learning (1.0 for Atari); None keeps them."
+    )
 
     def __post_init__(self) -> None:
         positive = ("learning_rate", "rollout_length", "num_epochs", "minibatch_size", "clip_eps")
@@ -55,6 +58,8 @@ class PPOConfig:
         if not self.hidden_sizes or min(self.hidden_sizes) <= 0:
             raise ValueError(f"hidden_sizes must be positive widths, got {self.hidden_sizes}.")
         check_torso_setting(self.torso)
+        if self.reward_clip is not None and not self.reward_clip > 0:
+            raise ValueError(f"reward_clip must be > 0 or None, got {self.reward_clip}.")
         if self.target_kl is not None and self.target_kl <= 0:
             raise ValueError(f"target_kl must be > 0 or None, got {self.target_kl}.")
 

@@ -32,8 +32,11 @@ def rollout_targets(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """GAE advantages and value targets `[T, B]`.
 
-    `v_t` holds the values of final observations where episodes were truncated.
+    `v_t` holds the values of final observations where episodes were truncated. Rewards are
+    clipped to `[-reward_clip, reward_clip]` first when set (Mnih et al. 2015, for Atari).
     """
+    if config.reward_clip is not None:
+        rewards = rewards.clamp(-config.reward_clip, config.reward_clip)
     discount_t = config.gamma * (~terminated).float()
     end_t = terminated | truncated
     advantages = ops.generalized_advantage_estimation(
