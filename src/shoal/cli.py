@@ -15,7 +15,7 @@ from typing import Any
 
 from shoal import catalog
 from shoal.config import describe
-from shoal.errors import ShoalError, ShoalWarning, user_error
+from shoal.errors import RenamedSettingWarning, ShoalError, ShoalWarning, user_error
 from shoal.runtime.config import RunConfig
 
 # --max-time bounds the whole command. The first command in a process counts from this
@@ -458,11 +458,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     _command_started = _IMPORTED.pop() if _IMPORTED else time.time()
     with warnings.catch_warnings():  # restores the filters and showwarning on the way out
         warnings.simplefilter("default", ShoalWarning)  # shown once each, never raised
+        warnings.simplefilter("default", RenamedSettingWarning)
         python_show = warnings.showwarning
 
         def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
             if issubclass(category, ShoalWarning):  # shoal's own: one plain line
                 print(f"shoal: warning: {message}", file=sys.stderr)
+            elif issubclass(category, RenamedSettingWarning):
+                print(f"shoal: note: {message}", file=sys.stderr)
             else:
                 python_show(message, category, *args, **kwargs)
 

@@ -65,7 +65,7 @@ class SACLearner(DeclaredState):
         self.gradient_steps += 1
         self.version += 1
         if self.gradient_steps % self.config.target_update_period == 0:
-            polyak_update(self.target_critic, self.net.critic, self.config.tau)
+            polyak_update(self.target_critic, self.net.critic, self.config.target_tau)
         out = {
             key: float(value) for key, value in (metrics | critic_metrics | actor_metrics).items()
         }

@@ -53,7 +53,7 @@ class TD3Learner(DeclaredState):
             optimizer_step(self.actor_optimizer, loss)
             self.actor_steps += 1
             self._actor_loss = float(actor_metrics["actor_loss"])
-            tau = self.config.tau
+            tau = self.config.target_tau
             incremental_update(self.target_critic, self.net.critic, tau)
             incremental_update(self.target_actor, self.net.actor, tau)
         self.version += 1
