@@ -1,6 +1,7 @@
 """One vocabulary across agents: a renamed setting's old name still works everywhere a setting
 is given (a config file, a flag, a dict, a saved run's config.yaml, the config's constructor),
-loads to the same config and says once what replaced it."""
+loads to the same config and says once what replaced it; `anneal_lr` wherever a learner has a
+learning rate."""
 
 from __future__ import annotations
 
@@ -9,11 +10,18 @@ from dataclasses import dataclass
 
 import pytest
 import yaml
+from continuous_helpers import fake_batch
 
 import shoal
-from shoal import config, experiment
+from shoal import catalog, config, experiment
+from shoal.agents.a3c import A3CConfig
+from shoal.agents.es import ESConfig
 from shoal.agents.sac import SACConfig
+from shoal.agents.sac.learner import SACLearner
+from shoal.agents.sac.networks import make_networks as sac_networks
 from shoal.agents.td3 import TD3Config
+from shoal.agents.td3.learner import TD3Learner
+from shoal.agents.td3.networks import make_networks as td3_networks
 from shoal.cli import main
 from shoal.config import param
 from shoal.errors import ConfigError, RenamedSettingWarning
@@ -106,3 +114,28 @@ def test_every_old_name_of_a_field_is_taken_and_noted_once_per_place():
         "x: rollout is now called length; the old name still works.",
         "x: n_steps is now called length; the old name still works.",
     ]
+
+
+@pytest.mark.parametrize(
+    "algo", ["ppo", "a2c", "a3c", "impala", "dqn", "apex", "r2d2", "agent57", "sac", "td3", "es"]
+)
+def test_every_agent_with_a_learning_rate_can_anneal_it(algo):
+    names = {name for name, *_ in config.describe(catalog.get_agent(algo).config_cls)}
+    assert {"learning_rate", "anneal_lr"} <= names
+
+
+@pytest.mark.parametrize("anneal", [False, True])
+def test_sac_and_td3_anneal_their_learning_rates_only_when_asked(pendulum, anneal):
+    for cls, networks, learner_cls in (
+        (SACConfig, sac_networks, SACLearner),
+        (TD3Config, td3_networks, TD3Learner),
+    ):
+        agent = cls(hidden_sizes=(8, 8), batch_size=16, anneal_lr=anneal, learning_rate=1e-3)
+        learner = learner_cls(pendulum, agent, networks(pendulum, agent))
+        learner.update(fake_batch(pendulum), 0.75)
+        rates = sorted({opt.lr for opt in learner.declared_optimizers()})
+        assert rates == pytest.approx([2.5e-4 if anneal else 1e-3])
+
+
+def test_a3c_and_es_keep_their_learning_rates_unless_annealed():
+    assert A3CConfig().anneal_lr is False and ESConfig().anneal_lr is False

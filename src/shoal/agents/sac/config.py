@@ -22,6 +22,7 @@ class SACConfig:
     """SAC's settings. Steps are agent steps; the replay ratio is counted in transitions."""
 
     learning_rate: float = param(3e-4, "Adam step size of the actor, the critics and alpha.")
+    anneal_lr: bool = param(False, "Decay the learning rates linearly to 0 over the budget.")
     batch_size: int = param(256, "Transitions per gradient step.")
     gamma: float = param(0.99, "Discount factor.")
     target_tau: float = param(

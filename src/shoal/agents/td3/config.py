@@ -21,6 +21,7 @@ class TD3Config:
     """TD3's settings. Steps are agent steps; noise scales are in actions rescaled to [-1, 1]."""
 
     learning_rate: float = param(1e-3, "Adam step size of the actor and the critics.")
+    anneal_lr: bool = param(False, "Decay the learning rates linearly to 0 over the budget.")
     batch_size: int = param(256, "Transitions per gradient step.")
     gamma: float = param(0.99, "Discount factor.")
     target_tau: float = param(
