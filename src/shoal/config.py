@@ -31,6 +31,7 @@ from shoal.errors import (
     ConfigError,
     RenamedSettingWarning,
     StorageError,
+    close_matches,
     did_you_mean,
 )
 
@@ -138,6 +139,106 @@ def _old_attribute(owner: str, old: str, new: str) -> Callable[[Any], Any]:
     return get
 
 
+# The names Stable-Baselines3, CleanRL, RLlib and Sample Factory use for shoal's settings, and
+# the names one shoal agent uses for what another calls differently: an unknown key is matched
+# on meaning through this table before it is matched on spelling (`lr` is `learning_rate`, not
+# `anneal_lr`). A name maps to the shoal names it may mean; only those the config has are shown.
+PEER_NAMES: dict[str, tuple[str, ...]] = {
+    "lr": ("learning_rate", "step_size"),
+    "learning_rate": ("step_size",),
+    "alpha": ("step_size", "init_alpha"),
+    "q_lr": ("learning_rate",),
+    "policy_lr": ("learning_rate",),
+    "anneal": ("anneal_lr",),
+    "lr_schedule": ("anneal_lr",),
+    "total_timesteps": ("total_steps",),
+    "timesteps": ("total_steps",),
+    "num_timesteps": ("total_steps",),
+    "max_steps": ("total_steps",),
+    "env_id": ("env",),
+    "env_name": ("env",),
+    "n_envs": ("num_envs",),
+    "num_env": ("num_envs",),
+    "envs": ("num_envs",),
+    "num_workers": ("actors", "num_workers"),
+    "num_actors": ("actors",),
+    "time_limit": ("max_time",),
+    "discount": ("gamma",),
+    "ent_coef": ("entropy_coef", "init_alpha"),
+    "ent_coeff": ("entropy_coef",),
+    "entropy_coeff": ("entropy_coef",),
+    "vf_coef": ("value_coef",),
+    "vf_loss_coeff": ("value_coef",),
+    "value_loss_coef": ("value_coef",),
+    "n_steps": ("rollout_length", "unroll_length", "n_step"),
+    "num_steps": ("rollout_length", "unroll_length"),
+    "rollout_fragment_length": ("rollout_length", "unroll_length"),
+    "t_max": ("rollout_length",),
+    "rollout_length": ("unroll_length",),
+    "unroll_length": ("rollout_length",),
+    "batch_size": ("minibatch_size",),
+    "minibatch_size": ("batch_size",),
+    "sgd_minibatch_size": ("minibatch_size",),
+    "num_minibatches": ("minibatch_size",),
+    "n_epochs": ("num_epochs",),
+    "update_epochs": ("num_epochs",),
+    "num_sgd_iter": ("num_epochs",),
+    "clip_range": ("clip_eps",),
+    "clip_coef": ("clip_eps",),
+    "clip_param": ("clip_eps",),
+    "clip_vloss": ("clip_value",),
+    "norm_adv": ("normalize_advantages",),
+    "normalize_advantage": ("normalize_advantages",),
+    "lam": ("gae_lambda",),
+    "lambda": ("gae_lambda", "trace_lambda", "retrace_lambda"),
+    "grad_clip": ("max_grad_norm",),
+    "net_arch": ("hidden_sizes",),
+    "hidden_size": ("hidden_sizes", "lstm_size"),
+    "buffer_size": ("replay_capacity",),
+    "replay_size": ("replay_capacity",),
+    "learning_starts": ("min_replay_size",),
+    "min_replay_size": ("learning_starts",),
+    "tau": ("target_tau",),
+    "polyak": ("target_tau",),
+    "target_network_frequency": ("target_update_period",),
+    "target_update_interval": ("target_update_period",),
+    "target_update_freq": ("target_update_period",),
+    "train_freq": ("samples_per_insert", "updates_per_step"),
+    "gradient_steps": ("updates_per_step", "samples_per_insert"),
+    "replay_ratio": ("samples_per_insert", "updates_per_step"),
+    "samples_per_insert": ("updates_per_step",),
+    "updates_per_step": ("samples_per_insert",),
+    "exploration_initial_eps": ("epsilon_start",),
+    "exploration_final_eps": ("epsilon_end",),
+    "start_e": ("epsilon_start",),
+    "end_e": ("epsilon_end",),
+    "policy_frequency": ("policy_delay",),
+    "policy_noise": ("target_noise",),
+    "noise_clip": ("target_noise_clip",),
+    "autotune": ("autotune_alpha",),
+}
+
+
+def suggestions(name: str, candidates: Any) -> list[str]:
+    """Up to three of `candidates` that `name` may mean: by meaning (`PEER_NAMES`) if any
+    has that meaning, else by spelling."""
+    candidates = list(candidates)
+    key = name.replace("-", "_").lower()
+    hits = [c for c in PEER_NAMES.get(key, ()) if c in candidates]
+    return hits[:3] or close_matches(key, candidates)
+
+
+def suggest(name: str, candidates: Any, where: str = "") -> str:
+    """' Did you mean X or Y?' (see `suggestions`) or an empty string; for agent settings
+    with their flags too."""
+    hits = suggestions(name, candidates)
+    if where == "agent":
+        hits = [f"{h!r} (--agent.{h.replace('_', '-')})" for h in hits]
+    else:
+        hits = [repr(h) for h in hits]
+    return f" Did you mean {' or '.join(hits)}?" if hits else ""
+
+
 def field_types(cls: type) -> dict[str, Any]:
     """Resolved type hints of a config dataclass (they are strings under `from __future__`)."""
     return typing.get_type_hints(cls)
@@ -240,7 +341,7 @@ def build(cls: type[T], values: Mapping[str, Any], where: str = "config") -> T:
         name = key.replace("-", "_")
         if name not in fields:
             raise ConfigError(
-                f"Unknown key {where}.{key}.{did_you_mean(name, fields)} "
+                f"Unknown key {where}.{key}.{suggest(name, fields, where)} "
                 f"Valid keys of {where}: {', '.join(sorted(fields))}."
             )
         kwargs[name] = coerce(hints[name], value, f"{where}.{name}")
