@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from shoal import catalog
-from shoal.config import describe
-from shoal.errors import ShoalError, ShoalWarning, user_error
+from shoal.config import PEER_NAMES, describe, old_names, suggestions
+from shoal.errors import RenamedSettingWarning, ShoalError, ShoalWarning, user_error
 from shoal.runtime.config import RunConfig
 
 # --max-time bounds the whole command. The first command in a process counts from this
@@ -276,6 +276,75 @@ def _split_section_overrides(
     return rest, overrides
 
 
+def _unknown_arguments(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, unknown: list[str]
+) -> str:
+    """One paragraph for what argparse did not recognise: for each unknown option, the shoal
+    flag it may mean, matched on meaning first (`--lr` is `--agent.learning-rate`, not
+    `--agent.anneal-lr`), then on spelling."""
+    command = _subcommand(parser, args.command)
+    options = {
+        o[2:].replace("-", "_"): o
+        for action in command._actions
+        for o in action.option_strings
+        if o.startswith("--")
+    }
+    agent_fields = _agent_fields(getattr(args, "algo", None))
+    sentences = []
+    items = list(unknown)
+    while items:
+        item = items.pop(0)
+        if not item.startswith("-") or _is_number(item):
+            sentences.append(f"`shoal {args.command}` takes no argument {item!r}.")
+            continue
+        flag, has_value, value = item.partition("=")
+        if not has_value and items and not items[0].startswith("-"):
+            value = items.pop(0)
+        example = f" {value}" if value else " VALUE"
+        sentences.append(
+            f"{flag} is not an option of `shoal {args.command}`"
+            + _flag_hint(flag, options, agent_fields, example)
+        )
+    return " ".join(sentences) + f" See `shoal {args.command} --help`."
+
+
+def _flag_hint(
+    flag: str, options: dict[str, str], agent_fields: set[str] | None, example: str
+) -> str:
+    name = flag.lstrip("-").replace("-", "_").lower()
+    meanings = [name, *PEER_NAMES.get(name, ())]
+    for meaning in meanings:
+        if meaning in options and options[meaning] != flag:
+            return f": shoal calls it {options[meaning]}, e.g. {options[meaning]}{example}."
+    if agent_fields is not None:
+        for meaning in meanings:
+            if meaning in agent_fields:
+                agent_flag = "--agent." + meaning.replace("_", "-")
+                return f"; it is an agent setting: {agent_flag}{example}."
+    elif name in PEER_NAMES:  # no algorithm named here: the setting it usually means
+        agent_flag = "--agent." + PEER_NAMES[name][0].replace("_", "-")
+        return f"; agent settings are --agent.FIELD flags, e.g. {agent_flag}{example}."
+    hits = suggestions(name, options)
+    if hits:
+        return "; did you mean " + " or ".join(options[h] for h in hits) + "?"
+    return "."
+
+
+def _subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices[name]  # type: ignore[no-any-return]
+    return parser
+
+
+def _agent_fields(algo: str | None) -> set[str] | None:
+    """The agent setting names of `algo` (old names included); None for no or an unknown algo."""
+    if algo not in catalog.AGENTS:
+        return None
+    cls = catalog.get_agent(algo).config_cls
+    return {name for name, *_ in describe(cls)} | set(old_names(cls))
+
+
 def _is_number(text: str) -> bool:
     try:
         float(text)
@@ -426,7 +495,15 @@ def _main(argv: Sequence[str] | None) -> int:
 
             return launch(argv[1:])
         rest, overrides = _split_section_overrides(argv)
-        args = _parser().parse_args(rest)  # exits with code 2 and usage on a malformed line
+        parser = _parser()
+        args, unknown = parser.parse_known_args(rest)  # exits with code 2 on a malformed line
+        if unknown:  # argparse's words and exit, with the flag it may mean
+            hint = _unknown_arguments(parser, args, unknown)
+            print(
+                f"shoal: error: unrecognized arguments: {' '.join(unknown)}. {hint}",
+                file=sys.stderr,
+            )
+            raise SystemExit(EXIT_USAGE)
         if args.command == "train":
             return _train(args, overrides)
         if args.command == "tune":
@@ -458,11 +535,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     _command_started = _IMPORTED.pop() if _IMPORTED else time.time()
     with warnings.catch_warnings():  # restores the filters and showwarning on the way out
         warnings.simplefilter("default", ShoalWarning)  # shown once each, never raised
+        warnings.simplefilter("default", RenamedSettingWarning)
         python_show = warnings.showwarning
 
         def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
             if issubclass(category, ShoalWarning):  # shoal's own: one plain line
                 print(f"shoal: warning: {message}", file=sys.stderr)
+            elif issubclass(category, RenamedSettingWarning):
+                print(f"shoal: note: {message}", file=sys.stderr)
             else:
                 python_show(message, category, *args, **kwargs)
 

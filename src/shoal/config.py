@@ -4,24 +4,36 @@ Every config in shoal is a `@dataclass(frozen=True, kw_only=True)` whose fields 
 `param(default, "one-line doc")`. The doc is the command-line help. Mappings (YAML) and strings
 (command line) are converted to the declared field types here, and every mistake becomes a
 `ConfigError` that names the key and says what to set.
+
+A field that was renamed keeps its old names (`param(..., was=("old",))`): config files, flags,
+`agent={...}` dicts, saved runs' `config.yaml` and the class's constructor still take them, and
+each says once what replaced it (a `RenamedSettingWarning`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import errno
+import functools
 import math
 import os
 import tempfile
 import types
 import typing
+import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, TypeVar
 
 import yaml
 
-from shoal.errors import ConfigError, StorageError, did_you_mean
+from shoal.errors import (
+    ConfigError,
+    RenamedSettingWarning,
+    StorageError,
+    close_matches,
+    did_you_mean,
+)
 
 T = TypeVar("T")
 
@@ -29,15 +41,202 @@ _TRUE = {"true", "yes", "1", "on"}
 _FALSE = {"false", "no", "0", "off"}
 
 
-def param(default: Any, doc: str, *, allow_inf: bool = False) -> Any:
+def param(default: Any, doc: str, *, allow_inf: bool = False, was: tuple[str, ...] = ()) -> Any:
     """A config field with its default and the one-line doc used as command-line help.
 
-    Float settings must be finite unless `allow_inf` (a threshold whose inf turns it off)."""
-    return dataclasses.field(default=default, metadata={"doc": doc, "allow_inf": allow_inf})
+    Float settings must be finite unless `allow_inf` (a threshold whose inf turns it off).
+    `was`: the field's old names, still accepted everywhere a setting is given (a config file,
+    a flag, a dict, a saved run, the constructor of a class decorated `keeps_old_names`)."""
+    return dataclasses.field(
+        default=default, metadata={"doc": doc, "allow_inf": allow_inf, "was": tuple(was)}
+    )
 
 
 def field_doc(field: dataclasses.Field[Any]) -> str:
     return str(field.metadata.get("doc", ""))
+
+
+def old_names(cls: type) -> dict[str, str]:
+    """{old name: current name} of the renamed fields of config class `cls`."""
+    return {
+        old: f.name
+        for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+        for old in f.metadata.get("was", ())
+    }
+
+
+def _renamed_note(where: str, old: str, new: str) -> str:
+    if where == "agent":
+        return (
+            f"agent.{old} is now called {new} (--agent.{new.replace('_', '-')}, `{new}:` in a "
+            f"config file); the old name still works."
+        )
+    return f"{where}: {old} is now called {new}; the old name still works."
+
+
+def renamed(cls: type, values: Mapping[str, Any], where: str = "config") -> dict[str, Any]:
+    """`values` with the old names of renamed fields replaced by their current names, each
+    noted once (a RenamedSettingWarning).
+
+    Layers of settings (a preset, a config file, flags) are each renamed before they are
+    merged, so that an old name in a later layer overrides the new name in an earlier one."""
+    old = old_names(cls)
+    out: dict[str, Any] = {}
+    given: dict[str, str] = {}  # current name -> the key it was given as
+    for key, value in values.items():
+        name = key.replace("-", "_") if isinstance(key, str) else key
+        new = old.get(name, name)
+        if new in given:
+            raise ConfigError(
+                f"{where}.{given[new]} and {where}.{key} are one setting, {new} (the other name "
+                f"is its old one): set only {new}."
+            )
+        given[new] = key
+        if new != name:
+            warnings.warn(_renamed_note(where, name, new), RenamedSettingWarning, stacklevel=3)
+            out[new] = value
+        else:
+            out[key] = value
+    return out
+
+
+def _old_name_hint(used: list[str], old: Mapping[str, str]) -> str:
+    return " ".join(
+        f"({name} is the old name of {old[name]}: --agent.{name.replace('_', '-')} is now "
+        f"--agent.{old[name].replace('_', '-')}.)"
+        for name in used
+    )
+
+
+def keeps_old_names(cls: type[T]) -> type[T]:
+    """Let config class `cls` (a dataclass) take the old names of its renamed fields as
+    keyword arguments and answer to them as attributes, each noting what replaced it."""
+    old = old_names(cls)
+    init = cls.__init__
+
+    @functools.wraps(init)
+    def __init__(self: Any, **kwargs: Any) -> None:
+        used = [key for key in kwargs if key in old]
+        kwargs = renamed(cls, kwargs, cls.__name__) if used else kwargs
+        try:
+            init(self, **kwargs)
+        except ValueError as err:
+            if not used:
+                raise
+            raise ValueError(f"{err} {_old_name_hint(used, old)}") from None
+
+    cls.__init__ = __init__  # type: ignore[misc]
+    for name, new in old.items():
+        setattr(cls, name, property(_old_attribute(cls.__name__, name, new), doc=f"`{new}`."))
+    return cls
+
+
+def _old_attribute(owner: str, old: str, new: str) -> Callable[[Any], Any]:
+    def get(self: Any) -> Any:
+        warnings.warn(_renamed_note(owner, old, new), RenamedSettingWarning, stacklevel=2)
+        return getattr(self, new)
+
+    return get
+
+
+# The names Stable-Baselines3, CleanRL, RLlib and Sample Factory use for shoal's settings, and
+# the names one shoal agent uses for what another calls differently: an unknown key is matched
+# on meaning through this table before it is matched on spelling (`lr` is `learning_rate`, not
+# `anneal_lr`). A name maps to the shoal names it may mean; only those the config has are shown.
+PEER_NAMES: dict[str, tuple[str, ...]] = {
+    "lr": ("learning_rate", "step_size"),
+    "learning_rate": ("step_size",),
+    "alpha": ("step_size", "init_alpha"),
+    "q_lr": ("learning_rate",),
+    "policy_lr": ("learning_rate",),
+    "anneal": ("anneal_lr",),
+    "lr_schedule": ("anneal_lr",),
+    "total_timesteps": ("total_steps",),
+    "timesteps": ("total_steps",),
+    "num_timesteps": ("total_steps",),
+    "max_steps": ("total_steps",),
+    "env_id": ("env",),
+    "env_name": ("env",),
+    "n_envs": ("num_envs",),
+    "num_env": ("num_envs",),
+    "envs": ("num_envs",),
+    "num_workers": ("actors", "num_workers"),
+    "num_actors": ("actors",),
+    "time_limit": ("max_time",),
+    "discount": ("gamma",),
+    "ent_coef": ("entropy_coef", "init_alpha"),
+    "ent_coeff": ("entropy_coef",),
+    "entropy_coeff": ("entropy_coef",),
+    "vf_coef": ("value_coef",),
+    "vf_loss_coeff": ("value_coef",),
+    "value_loss_coef": ("value_coef",),
+    "n_steps": ("rollout_length", "unroll_length", "n_step"),
+    "num_steps": ("rollout_length", "unroll_length"),
+    "rollout_fragment_length": ("rollout_length", "unroll_length"),
+    "t_max": ("rollout_length",),
+    "rollout_length": ("unroll_length",),
+    "unroll_length": ("rollout_length",),
+    "batch_size": ("minibatch_size",),
+    "minibatch_size": ("batch_size",),
+    "sgd_minibatch_size": ("minibatch_size",),
+    "num_minibatches": ("minibatch_size",),
+    "n_epochs": ("num_epochs",),
+    "update_epochs": ("num_epochs",),
+    "num_sgd_iter": ("num_epochs",),
+    "clip_range": ("clip_eps",),
+    "clip_coef": ("clip_eps",),
+    "clip_param": ("clip_eps",),
+    "clip_vloss": ("clip_value",),
+    "norm_adv": ("normalize_advantages",),
+    "normalize_advantage": ("normalize_advantages",),
+    "lam": ("gae_lambda",),
+    "lambda": ("gae_lambda", "trace_lambda", "retrace_lambda"),
+    "grad_clip": ("max_grad_norm",),
+    "net_arch": ("hidden_sizes",),
+    "hidden_size": ("hidden_sizes", "lstm_size"),
+    "buffer_size": ("replay_capacity",),
+    "replay_size": ("replay_capacity",),
+    "learning_starts": ("min_replay_size",),
+    "min_replay_size": ("learning_starts",),
+    "tau": ("target_tau",),
+    "polyak": ("target_tau",),
+    "target_network_frequency": ("target_update_period",),
+    "target_update_interval": ("target_update_period",),
+    "target_update_freq": ("target_update_period",),
+    "train_freq": ("samples_per_insert", "updates_per_step"),
+    "gradient_steps": ("updates_per_step", "samples_per_insert"),
+    "replay_ratio": ("samples_per_insert", "updates_per_step"),
+    "samples_per_insert": ("updates_per_step",),
+    "updates_per_step": ("samples_per_insert",),
+    "exploration_initial_eps": ("epsilon_start",),
+    "exploration_final_eps": ("epsilon_end",),
+    "start_e": ("epsilon_start",),
+    "end_e": ("epsilon_end",),
+    "policy_frequency": ("policy_delay",),
+    "policy_noise": ("target_noise",),
+    "noise_clip": ("target_noise_clip",),
+    "autotune": ("autotune_alpha",),
+}
+
+
+def suggestions(name: str, candidates: Any) -> list[str]:
+    """Up to three of `candidates` that `name` may mean: by meaning (`PEER_NAMES`) if any
+    has that meaning, else by spelling."""
+    candidates = list(candidates)
+    key = name.replace("-", "_").lower()
+    hits = [c for c in PEER_NAMES.get(key, ()) if c in candidates]
+    return hits[:3] or close_matches(key, candidates)
+
+
+def suggest(name: str, candidates: Any, where: str = "") -> str:
+    """' Did you mean X or Y?' (see `suggestions`) or an empty string; for agent settings
+    with their flags too."""
+    hits = suggestions(name, candidates)
+    if where == "agent":
+        hits = [f"{h!r} (--agent.{h.replace('_', '-')})" for h in hits]
+    else:
+        hits = [repr(h) for h in hits]
+    return f" Did you mean {' or '.join(hits)}?" if hits else ""
 
 
 def field_types(cls: type) -> dict[str, Any]:
@@ -132,14 +331,17 @@ def build(cls: type[T], values: Mapping[str, Any], where: str = "config") -> T:
             f"{where} must be a mapping of setting names to values, e.g. a dict, got a "
             f"{type(values).__name__}: {values!r:.80}."
         )
-    kwargs = {}
-    for key, value in values.items():
+    for key in values:
         if not isinstance(key, str):
             raise ConfigError(f"{where} setting names must be strings, got {key!r}.")
+    old = old_names(cls)
+    used = [key.replace("-", "_") for key in values if key.replace("-", "_") in old]
+    kwargs = {}
+    for key, value in renamed(cls, values, where).items():
         name = key.replace("-", "_")
         if name not in fields:
             raise ConfigError(
-                f"Unknown key {where}.{key}.{did_you_mean(name, fields)} "
+                f"Unknown key {where}.{key}.{suggest(name, fields, where)} "
                 f"Valid keys of {where}: {', '.join(sorted(fields))}."
             )
         kwargs[name] = coerce(hints[name], value, f"{where}.{name}")
@@ -147,7 +349,8 @@ def build(cls: type[T], values: Mapping[str, Any], where: str = "config") -> T:
     try:
         return cls(**kwargs)
     except (ValueError, TypeError) as err:
-        raise ConfigError(f"Invalid {where}: {err}") from None
+        hint = f" {_old_name_hint(used, old)}" if used and where == "agent" else ""
+        raise ConfigError(f"Invalid {where}: {err}{hint}") from None
 
 
 def _check_finite(value: Any, field: dataclasses.Field[Any], key: str) -> None:
@@ -166,7 +369,7 @@ def _check_finite(value: Any, field: dataclasses.Field[Any], key: str) -> None:
 
 def replace(config: T, values: Mapping[str, Any], where: str = "config") -> T:
     """A copy of `config` with `values` applied (checked like `build`)."""
-    merged = {**to_dict(config), **values}
+    merged = {**to_dict(config), **renamed(type(config), values, where)}
     return build(type(config), merged, where)
 
 
@@ -183,9 +386,14 @@ def describe(cls: type) -> list[tuple[str, str, Any, str]]:
     """(name, type name, default, doc) for each field: what `shoal list` and `--help` print."""
     hints = field_types(cls)
     return [
-        (f.name, _type_name(hints[f.name]), f.default, field_doc(f))
+        (f.name, _type_name(hints[f.name]), f.default, field_doc(f) + _formerly(f))
         for f in dataclasses.fields(cls)
     ]
+
+
+def _formerly(field: dataclasses.Field[Any]) -> str:
+    was = field.metadata.get("was", ())
+    return f" (formerly {', '.join(was)})" if was else ""
 
 
 def load_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:

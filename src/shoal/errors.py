@@ -34,6 +34,13 @@ class ShoalWarning(UserWarning):
     """Something the user should know that does not stop shoal (the CLI prints one line)."""
 
 
+class RenamedSettingWarning(FutureWarning):
+    """A setting given by its old name: it still works, and the note says what replaced it.
+
+    A FutureWarning, which Python shows to end users by default (a DeprecationWarning is hidden
+    outside `__main__`), once per name; the CLI prints it as one `shoal: note:` line."""
+
+
 def user_error(err: ShoalError) -> ShoalError:
     """The ShoalError itself, not Ray's wrapper of one raised in a Ray actor (whose text would
     carry the remote traceback)."""

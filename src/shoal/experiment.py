@@ -100,9 +100,15 @@ def resolve(
         _check_num_envs(source, (run_overrides or {}).get("num_envs"))
         run_values["num_envs"] = source.num_envs
     run = config.build(RunConfig, run_values, "run")
+    # Each layer's old setting names are renamed before the layers merge, so that an old name
+    # in a later layer (a flag, a saved run) overrides the new name in an earlier one (a preset).
     agent_config = config.build(
         agent.config_cls,
-        {**preset["agent"], **file.get("agent", {}), **(agent_overrides or {})},
+        {
+            **renamed(agent, preset["agent"]),
+            **renamed(agent, file.get("agent", {})),
+            **renamed(agent, agent_overrides or {}),
+        },
         "agent",
     )
     try:
@@ -111,6 +117,11 @@ def resolve(
         raise ConfigError(f"Invalid agent config: {err}") from None
     seed = config.coerce(int, seed if seed is not None else file.get("seed", 0), "seed")
     return Resolved(algo, agent, source.env_id, seed, run, agent_config, env_config, source)
+
+
+def renamed(agent: Agent, layer: Any) -> Any:
+    """One layer of agent settings with its old names replaced (`config.renamed`)."""
+    return config.renamed(agent.config_cls, layer, "agent") if isinstance(layer, dict) else layer
 
 
 def _check_num_envs(source: EnvSource, asked: Any) -> None:

@@ -13,6 +13,7 @@ from shoal.nets.torso import check_torso_setting
 @dataclass(frozen=True, kw_only=True)
 class A3CConfig:
     learning_rate: float = param(7e-4, "Adam step size (the paper's shared RMSProp is not used).")
+    anneal_lr: bool = param(False, "Decay the learning rate linearly to 0 over the budget.")
     rollout_length: int = param(5, "t_max: steps per env an actor acts before sending a gradient.")
     gamma: float = param(0.99, "Discount factor.")
     value_coef: float = param(0.5, "Weight of the value loss.")

@@ -10,6 +10,7 @@ import torch
 from shoal.agents.a3c.config import A3CConfig
 from shoal.agents.actor_critic import ActorCritic
 from shoal.agents.base import NetworkLearner, Update
+from shoal.agents.common import LearningRateSchedule
 from shoal.envs.spec import EnvSpec
 from shoal.optim import Adam
 
@@ -29,6 +30,9 @@ class A3CLearner(NetworkLearner):
                 "with different networks."
             )
         staleness = self.version - int(batch["version"])
+        if self.config.anneal_lr:
+            schedule = LearningRateSchedule(base=self.config.learning_rate, anneal=True)
+            self.optimizer.lr = schedule.value(progress)
         self.optimizer.flat_grad.copy_(gradient)
         metrics = dict(batch["metrics"])
         if self.config.max_grad_norm > 0:

@@ -13,6 +13,7 @@ from shoal.nets.mlp import Activation
 @dataclass(frozen=True, kw_only=True)
 class ESConfig:
     learning_rate: float = param(0.01, "Adam step size on the ES gradient.")
+    anneal_lr: bool = param(False, "Decay the learning rate linearly to 0 over the budget.")
     noise_std: float = param(0.02, "sigma: standard deviation of the parameter perturbations.")
     l2_coef: float = param(0.005, "L2 decay: l2_coef x theta is added to what Adam descends.")
     pairs_per_iteration: int = param(

@@ -15,6 +15,7 @@ import torch
 
 from shoal import ops
 from shoal.agents.base import NetworkLearner, Update
+from shoal.agents.common import LearningRateSchedule
 from shoal.agents.es.config import ESConfig
 from shoal.agents.evolution import (
     PerturbableMLP,
@@ -42,6 +43,9 @@ class ESLearner(NetworkLearner):
         ranks = ops.centered_ranks(returns)
         gradient = ops.es_gradient(eps, ranks[:n], ranks[n:], config.noise_std)
         theta = self.optimizer.flat
+        if config.anneal_lr:
+            schedule = LearningRateSchedule(base=config.learning_rate, anneal=True)
+            self.optimizer.lr = schedule.value(progress)
         # Adam descends: the negated ascent direction, plus the L2 decay's gradient.
         self.optimizer.flat_grad.copy_(-gradient + config.l2_coef * theta)
         self.optimizer.step()

@@ -17,7 +17,12 @@ import torch
 from torch import nn
 
 from shoal.agents.base import Update, Weights
-from shoal.agents.common import DeclaredState, LearnerState, optimizer_step
+from shoal.agents.common import (
+    DeclaredState,
+    LearnerState,
+    LearningRateSchedule,
+    optimizer_step,
+)
 from shoal.agents.common import incremental_update as polyak_update
 from shoal.agents.sac.config import SACConfig
 from shoal.agents.sac.loss import actor_loss, alpha_loss, critic_loss, sample_policy, transitions
@@ -50,6 +55,10 @@ class SACLearner(DeclaredState):
 
     def update(self, batch: Mapping[str, np.ndarray], progress: float) -> Update:
         """One gradient step of α, the critics and the actor on a sampled batch."""
+        if self.config.anneal_lr:
+            schedule = LearningRateSchedule(base=self.config.learning_rate, anneal=True)
+            for optimizer in self.declared_optimizers():
+                optimizer.lr = schedule.value(progress)
         data = transitions(batch, self.log_alpha.device)
         alpha = self.log_alpha.detach().exp()
         sample = sample_policy(self.net, data.obs)
@@ -65,7 +74,7 @@ class SACLearner(DeclaredState):
         self.gradient_steps += 1
         self.version += 1
         if self.gradient_steps % self.config.target_update_period == 0:
-            polyak_update(self.target_critic, self.net.critic, self.config.tau)
+            polyak_update(self.target_critic, self.net.critic, self.config.target_tau)
         out = {
             key: float(value) for key, value in (metrics | critic_metrics | actor_metrics).items()
         }

@@ -13,7 +13,13 @@ from collections.abc import Mapping
 import numpy as np
 
 from shoal.agents.base import Update, Weights
-from shoal.agents.common import DeclaredState, LearnerState, incremental_update, optimizer_step
+from shoal.agents.common import (
+    DeclaredState,
+    LearnerState,
+    LearningRateSchedule,
+    incremental_update,
+    optimizer_step,
+)
 from shoal.agents.continuous import transitions
 from shoal.agents.td3.config import TD3Config
 from shoal.agents.td3.loss import actor_loss, critic_loss
@@ -42,6 +48,10 @@ class TD3Learner(DeclaredState):
 
     def update(self, batch: Mapping[str, np.ndarray], progress: float) -> Update:
         """A critic step on a sampled batch; an actor and target step every `policy_delay`."""
+        if self.config.anneal_lr:
+            schedule = LearningRateSchedule(base=self.config.learning_rate, anneal=True)
+            for optimizer in self.declared_optimizers():
+                optimizer.lr = schedule.value(progress)
         data = transitions(batch, module_device(self.net))
         loss, metrics = critic_loss(
             self.net, self.target_actor, self.target_critic, data, self.config
@@ -53,7 +63,7 @@ class TD3Learner(DeclaredState):
             optimizer_step(self.actor_optimizer, loss)
             self.actor_steps += 1
             self._actor_loss = float(actor_metrics["actor_loss"])
-            tau = self.config.tau
+            tau = self.config.target_tau
             incremental_update(self.target_critic, self.net.critic, tau)
             incremental_update(self.target_actor, self.net.actor, tau)
         self.version += 1

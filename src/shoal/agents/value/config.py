@@ -33,9 +33,13 @@ class DQNConfig:
     batch_size: int = param(32, "Transitions per gradient step.")
     unroll_length: int = param(8, "Steps per env an actor collects before sending transitions.")
     replay_capacity: int = param(100_000, "Replay size in transitions (FIFO eviction).")
-    min_replay_size: int = param(1_000, "Transitions in replay before learning starts.")
+    min_replay_size: int = param(
+        1_000, "Transitions in replay before learning starts (no random warm-up, unlike SAC's)."
+    )
     samples_per_insert: float = param(
-        8.0, "Transitions sampled per transition inserted (8: a batch of 32 every 4 steps)."
+        8.0,
+        "Transitions sampled per transition inserted (8: a batch of 32 every 4 steps); gradient "
+        "steps per agent step are this / batch_size (SAC's updates_per_step).",
     )
     target_update_period: int = param(
         1_000, "Gradient steps between copies of the online weights to the target network."
