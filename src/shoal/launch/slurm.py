@@ -17,8 +17,11 @@ from pathlib import Path
 
 from shoal.errors import ConfigError
 from shoal.launch.job import TrainJob
+from shoal.launch.render import check_form, check_text
 
 SCRIPT = "shoal.sbatch"
+# Slurm's time limits: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or none at all.
+_TIME = r"\d+(:\d{1,2}){0,2}|\d+-\d{1,2}(:\d{1,2}){0,2}|(?i:unlimited|infinite)"
 # 180 blocks of 250 ports from 20000: Ray's fixed ports, then a range for its worker processes.
 PORT_BASE, PORT_BLOCK, PORT_BLOCKS = 20000, 250, 180
 
@@ -41,6 +44,22 @@ class SlurmOptions:
             raise ConfigError(f"--cpus-per-node must be >= 1, got {self.cpus_per_node}.")
         if self.gpus_per_node is not None and self.gpus_per_node < 0:
             raise ConfigError(f"--gpus-per-node must be >= 0, got {self.gpus_per_node}.")
+        check_form(
+            self.time,
+            "--time",
+            _TIME,
+            "a Slurm time limit: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS (e.g. "
+            "04:00:00 or 2-00:00:00), or UNLIMITED",
+        )
+        names = r"[A-Za-z0-9_.-]+"
+        if self.partition is not None:
+            form = "a Slurm partition name (or a comma-separated list of them), e.g. gpu"
+            check_form(self.partition, "--partition", rf"{names}(,{names})*", form)
+        if self.account is not None:
+            check_form(self.account, "--account", names, "a Slurm account name, e.g. my-lab")
+        for option, value in (("--container", self.container), ("--setup", self.setup)):
+            if value is not None:
+                check_text(value, option)
 
 
 def write(job: TrainJob, out: Path, options: SlurmOptions) -> list[Path]:
