@@ -249,7 +249,7 @@ class LoadedPolicy:
         self._env = env
         saved = read_any(self.path) if self.path.is_file() else None
         if isinstance(saved, dict) and saved["format"] == POLICY_FORMAT:
-            self._from_saved(saved, env)
+            self._from_saved(saved, trust_run, env)
             self.run_dir = None
         else:
             # A checkpoint file of a run directory is read with its run's config.
@@ -296,9 +296,14 @@ class LoadedPolicy:
         self._network = state["learner"]["network"]
         self._policy_state = state.get("policies", {})
 
-    def _from_saved(self, saved: dict[str, Any], env: EnvLike | None) -> None:
+    def _from_saved(self, saved: dict[str, Any], trust_run: bool, env: EnvLike | None) -> None:
         from shoal import catalog  # only the interface layer knows the agents
 
+        if not trust_run:  # a policy file is as foreign as a run directory: it imports nothing
+            stored = {k: saved.get(k) for k in ("env", "env_config", "agent")}
+            if env is not None:  # the env passed replaces the recorded one
+                stored["env"] = None
+            experiment.refuse_untrusted_code(stored, self.path, "policy", "a saved policy's")
         self.algo, self.env_id = saved["algo"], saved["env"]
         self.agent = catalog.get_agent(self.algo)
         self.config = configs.build(self.agent.config_cls, saved["agent"], "agent")
@@ -507,9 +512,9 @@ def load(
     (`s3://BUCKET/runs/RUN`, `gs://...`).
 
     `env` replaces the env the policy was trained on for `evaluate`; it is needed for a run
-    trained on an env object. A run whose config names modules to import (a `module:function`
-    env or torso, an `import_module`) is loaded only with `trust_run=True`: importing runs the
-    module's code."""
+    trained on an env object. A run or policy file whose config names modules to import (a
+    `module:function` env or torso, an `import_module`) is loaded only with `trust_run=True`
+    (a factory replaced by `env` excepted): importing runs the module's code."""
     _require("path", path, _PATH, "the path of a run directory or of a saved policy")
     _require("deterministic", deterministic, (bool,), "True or False")
     _require("trust_run", trust_run, (bool,), "True or False")

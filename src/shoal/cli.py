@@ -210,6 +210,12 @@ def _tune_parser(sub: Any) -> None:
         "--cpus-per-trial", type=float, default=1.0, help="CPUs Ray reserves per trial (default 1)"
     )
     tune.add_argument("--resume", metavar="EXPERIMENT_DIR", help="continue a killed experiment")
+    tune.add_argument(
+        "--trust-run",
+        action="store_true",
+        help="with --resume: the experiment's Ray Tune state is unpickled and the modules its "
+        "config names are imported, which runs code: only for experiments you made or trust",
+    )
     for name, type_name, default, doc in describe(RunConfig):
         tune.add_argument(
             _run_option(name),
@@ -243,6 +249,7 @@ def _tune(args: argparse.Namespace, overrides: dict[str, dict[str, str]]) -> int
         run=run,
         env_config=overrides["env"] or None,
         resume=args.resume,
+        trust_run=args.trust_run,
     )
     print(f"experiment directory: {result.experiment_dir}")
     failed = [row for row in result.rows if row["status"] == "error"]

@@ -396,15 +396,72 @@ def _formerly(field: dataclasses.Field[Any]) -> str:
     return f" (formerly {', '.join(was)})" if was else ""
 
 
+# The most values a YAML file may hold once its aliases are expanded. A config holds a few
+# hundred; an alias bomb (each anchor a list of aliases of the one before) holds 9^8 from a few
+# hundred bytes, which PyYAML shares but anything that walks, copies or prints it expands.
+MAX_YAML_NODES = 100_000
+
+
+class _TooLarge(yaml.YAMLError):
+    pass
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a document whose aliases expand past MAX_YAML_NODES values, or
+    that refers to itself, before any of it is constructed."""
+
+    def compose_document(self) -> Any:
+        node = super().compose_document()
+        _expanded_size(node, {}, set())
+        return node
+
+
+def _expanded_size(node: yaml.Node, sizes: dict[int, int], open_nodes: set[int]) -> int:
+    """How many nodes `node` stands for with every alias (and merge key) written out; each
+    shared node is measured once, so this is as quick as the file is short."""
+    key = id(node)
+    if key in sizes:
+        return sizes[key]
+    if key in open_nodes:
+        raise _TooLarge("an alias refers to a value that holds it (a recursive alias)")
+    open_nodes.add(key)
+    if isinstance(node, yaml.MappingNode):
+        children = [child for pair in node.value for child in pair]
+    elif isinstance(node, yaml.SequenceNode):
+        children = list(node.value)
+    else:
+        children = []
+    size = 1
+    for child in children:
+        size += _expanded_size(child, sizes, open_nodes)
+        if size > MAX_YAML_NODES:
+            raise _TooLarge(
+                f"its aliases expand to more than {MAX_YAML_NODES:,} values (a YAML alias "
+                "bomb?); write the values out, or use fewer nested aliases"
+            )
+    open_nodes.discard(key)
+    sizes[key] = size
+    return size
+
+
 def load_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a YAML mapping, with a clear error for a missing file or bad syntax."""
+    """Read a YAML mapping, with a clear error for a missing file or bad syntax.
+
+    Aliases are expanded only up to MAX_YAML_NODES values, so that a short hostile file (a
+    downloaded run's config.yaml) cannot take the memory and time an alias bomb asks for."""
     path = Path(path)
     if path.is_dir():
         raise ConfigError(f"Config file {str(path)!r} is a folder; pass a YAML file.")
     if not path.is_file():
         raise ConfigError(f"Config file {str(path)!r} does not exist.")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_BoundedLoader) or {}
+    except _TooLarge as err:
+        raise ConfigError(f"Config file {str(path)!r} is refused: {err}.") from None
+    except RecursionError:
+        raise ConfigError(
+            f"Config file {str(path)!r} is refused: its values are nested too deeply."
+        ) from None
     except UnicodeDecodeError:
         raise ConfigError(
             f"Config file {str(path)!r} is not a text file (it is not UTF-8); pass a YAML file "

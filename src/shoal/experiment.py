@@ -183,13 +183,8 @@ def read_run_dir(
             raise ConfigError(env_object_needed(run_dir, env))
     else:
         data = {**data, "env": None}  # the env passed replaces the recorded one
-    named = [] if trust else code_to_import(data)
-    if named:
-        raise ConfigError(
-            f"{path} names code that loading the run would import: {'; '.join(named)}. shoal "
-            "imports a run directory's modules only if you trust it: pass --trust-run (Python: "
-            "trust_run=True) if you made this run or trust whoever did."
-        )
+    if not trust:
+        refuse_untrusted_code(data, path, "run", "a run directory's")
     return resolve(
         data.get("algo"),
         env,
@@ -222,6 +217,19 @@ def code_to_import(data: dict[str, Any]) -> list[str]:
         if match:
             found.append((match.group(1), f"agent.{key} {value!r}"))
     return [what for module, what in found if module.split(".")[0] != "shoal"]
+
+
+def refuse_untrusted_code(data: dict[str, Any], where: str | Path, what: str, whose: str) -> None:
+    """Raise a ConfigError naming --trust-run if the stored config `data` (of a run directory
+    or a saved policy file, read from `where`) names code outside shoal that loading it would
+    import: a file from elsewhere must run no code unless its user says they trust it."""
+    named = code_to_import(data)
+    if named:
+        raise ConfigError(
+            f"{where} names code that loading the {what} would import: {'; '.join(named)}. "
+            f"shoal imports {whose} modules only if you trust it: pass --trust-run (Python: "
+            f"trust_run=True) if you made this {what} or trust whoever did."
+        )
 
 
 def env_object_needed(where: str | Path, description: str) -> str:

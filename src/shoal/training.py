@@ -129,6 +129,16 @@ def _resumed(
     newest checkpoint (None: none was kept), the replay snapshot it names pulled with it."""
     run_dir = store.local
     resolved = experiment.read_run_dir(run_dir, run, trust=trust_run, env=env)
+    joins = resolved.run.runtime == "ray" and resolved.run.address
+    if joins and "address" not in run and not trust_run:
+        # A Ray cluster sends the driver pickled objects: joining one someone else runs lets
+        # them run code here, so the address a run directory records is not joined unasked.
+        raise ConfigError(
+            f"{store.where} records the Ray cluster address {resolved.run.address!r}, which "
+            "resuming would join, and a cluster someone else runs can run code in this "
+            "process. Pass --address to name the cluster to join (Python: run={'address': "
+            "...}), or --trust-run (trust_run=True) if you made this run or trust whoever did."
+        )
     spec = experiment.spec_of(resolved)
     check_machine(experiment.program(resolved, run_dir, spec))
     state = load_latest(checkpoint_dir(run_dir), resolved.algo, set_aside=True)

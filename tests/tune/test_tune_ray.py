@@ -150,7 +150,7 @@ def test_a_killed_tune_resumes_and_every_trial_counter_continues(ray_cluster, tm
     for tune_checkpoint in pruned.glob("checkpoint_*"):
         shutil.rmtree(tune_checkpoint)
 
-    resume = [sys.executable, "-m", "shoal", "tune", "--resume", str(exp_dir)]
+    resume = [sys.executable, "-m", "shoal", "tune", "--resume", str(exp_dir), "--trust-run"]
     resume += ["--address", cluster.address]
     done = subprocess.run(resume, capture_output=True, text=True, env=env, timeout=1000)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -14,7 +14,7 @@ from typing import Any
 
 from shoal.errors import ConfigError
 from shoal.launch.job import NodeGroup, TrainJob
-from shoal.launch.render import dump_yaml
+from shoal.launch.render import IMAGE, IMAGE_FORM, MACHINE, check_form, dump_yaml
 
 CLUSTER = "cluster.yaml"
 ROLES = ("head", "learner", "actors", "replay")
@@ -31,6 +31,16 @@ class CloudOptions:
     def __post_init__(self) -> None:
         if self.node_cpus < 1:
             raise ConfigError(f"--node-cpus must be >= 1, got {self.node_cpus}.")
+        check_form(self.image, "--image", IMAGE, IMAGE_FORM)
+        if self.region is not None:
+            form = "a region name, e.g. us-central1 or us-west-2"
+            check_form(self.region, "--region", r"[a-z0-9][a-z0-9-]*", form)
+        if self.project is not None:
+            form = "a Google Cloud project id, e.g. my-project"
+            check_form(self.project, "--project", r"[a-z0-9][a-z0-9.:-]*", form)
+        for role, machine in self.machines.items():
+            form = "a machine type, e.g. n1-standard-16 or c5.4xlarge"
+            check_form(machine, f"--machine {role}", MACHINE, form)
 
 
 def cluster_config(

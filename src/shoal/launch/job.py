@@ -14,8 +14,9 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from shoal import catalog, config
+from shoal import catalog, config, experiment
 from shoal.errors import ConfigError
+from shoal.launch.render import check_text
 from shoal.runtime.config import RunConfig, parse_resources
 from shoal.runtime.profile import load_profile, merge_profile
 
@@ -101,8 +102,10 @@ def parse_train_command(argv: Sequence[str], name: str | None = None) -> TrainJo
             "--out job -- shoal train ppo --env CartPole-v1 --runtime ray`; got "
             f"{shlex.join(argv) or 'nothing'!r}."
         )
+    for arg in argv[2:]:  # the command is written into the job's script or YAML
+        check_text(arg, "The training command's argument")
     # --agent.* and --env.* are checked for form here and stay in the command as given.
-    rest, _ = cli._split_section_overrides(argv[2:])
+    rest, overrides = cli._split_section_overrides(argv[2:])
     parsed = cli._parser().parse_args(["train", *rest])
     run = {k[4:]: v for k, v in vars(parsed).items() if k.startswith("run.") and v is not None}
     if run.get("address"):
@@ -127,6 +130,18 @@ def parse_train_command(argv: Sequence[str], name: str | None = None) -> TrainJo
         run = merge_profile(run, profile, parsed.profile)
         args += [a for k, v in profile.items() if k != "runtime" for a in (_flag(k), _text(v))]
     values = config.build(RunConfig, {**run, "runtime": "ray"}, "run")
+    if parsed.resume in (None, "auto"):
+        # What `shoal train` resolves first, here: an unknown env, agent key or value fails
+        # now rather than in a queued job. (`--resume RUN_DIR` names a run on the cluster.)
+        experiment.resolve(
+            parsed.algo,
+            parsed.env,
+            parsed.seed,
+            parsed.config,
+            overrides["agent"] or None,
+            {**run, "runtime": "ray"},
+            overrides["env"] or None,
+        )
     algo = parsed.algo or "run"
     return TrainJob(algo, tuple(args), _roles(values, run), _job_name(name or f"shoal-{algo}"))
 
@@ -188,6 +203,7 @@ def _without_flag(argv: list[str], flag: str) -> list[str]:
 
 def _job_name(name: str) -> str:
     """A name every target accepts: Kubernetes' DNS-1123 label is the strictest."""
+    check_text(name, "--name")
     cleaned = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:40].strip("-")
     if not cleaned or not cleaned[0].isalpha():
         raise ConfigError(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from shoal.errors import ConfigError
 from shoal.launch.job import NodeGroup, TrainJob
-from shoal.launch.render import dump_yaml
+from shoal.launch.render import IMAGE, IMAGE_FORM, check_form, dump_yaml
 
 MANIFEST = "rayjob.yaml"
 
@@ -32,6 +32,10 @@ class K8sOptions:
         for name in ("node_cpus", "node_memory_gb", "head_cpus", "head_memory_gb"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"--{name.replace('_', '-')} must be >= 1.")
+        check_form(self.image, "--image", IMAGE, IMAGE_FORM)
+        if self.namespace is not None:
+            form = "a Kubernetes namespace (lower-case letters, digits and '-'), e.g. rl"
+            check_form(self.namespace, "--namespace", r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", form)
 
 
 def write(job: TrainJob, out: Path, options: K8sOptions) -> list[Path]:

@@ -17,8 +17,11 @@ from pathlib import Path
 
 from shoal.errors import ConfigError
 from shoal.launch.job import TrainJob
+from shoal.launch.render import check_form, check_text
 
 SCRIPT = "shoal.sbatch"
+# Slurm's time limits: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or none at all.
+_TIME = r"\d+(:\d{1,2}){0,2}|\d+-\d{1,2}(:\d{1,2}){0,2}|(?i:unlimited|infinite)"
 # 180 blocks of 250 ports from 20000: Ray's fixed ports, then a range for its worker processes.
 PORT_BASE, PORT_BLOCK, PORT_BLOCKS = 20000, 250, 180
 
@@ -41,6 +44,22 @@ class SlurmOptions:
             raise ConfigError(f"--cpus-per-node must be >= 1, got {self.cpus_per_node}.")
         if self.gpus_per_node is not None and self.gpus_per_node < 0:
             raise ConfigError(f"--gpus-per-node must be >= 0, got {self.gpus_per_node}.")
+        check_form(
+            self.time,
+            "--time",
+            _TIME,
+            "a Slurm time limit: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS (e.g. "
+            "04:00:00 or 2-00:00:00), or UNLIMITED",
+        )
+        names = r"[A-Za-z0-9_.-]+"
+        if self.partition is not None:
+            form = "a Slurm partition name (or a comma-separated list of them), e.g. gpu"
+            check_form(self.partition, "--partition", rf"{names}(,{names})*", form)
+        if self.account is not None:
+            check_form(self.account, "--account", names, "a Slurm account name, e.g. my-lab")
+        for option, value in (("--container", self.container), ("--setup", self.setup)):
+            if value is not None:
+                check_text(value, option)
 
 
 def write(job: TrainJob, out: Path, options: SlurmOptions) -> list[Path]:
@@ -118,6 +137,17 @@ ray_ports=(--node-manager-port=$((base + 1)) --object-manager-port=$((base + 2))
   --min-worker-port=$((base + 20)) --max-worker-port=$((base + {block} - 1))
   --temp-dir="$RAY_TMPDIR" --num-cpus="$SLURM_CPUS_PER_TASK" --num-gpus={gpus})
 address="$head_ip:$base"
+# The temp dir holds Ray's sockets and session files, under a name anyone can predict (job ids
+# are no secret): use it only if it is this user's own folder, made here with mode 700, never
+# one another user made first. Run on every node (the workers' through srun).
+# shellcheck disable=SC2016  # expanded where it runs: by eval here, by bash -c on the workers
+own_tmpdir='mkdir -m 700 "$RAY_TMPDIR" 2>/dev/null || true
+if [[ -L "$RAY_TMPDIR" || ! -d "$RAY_TMPDIR" || ! -O "$RAY_TMPDIR" ]]; then
+  echo "shoal: $RAY_TMPDIR on $(hostname) is not a folder of this user (did another" \\
+    "user make it first?); not starting Ray in it" >&2
+  exit 1
+fi
+chmod 700 "$RAY_TMPDIR"'
 export RAY_ADDRESS="$address"  # any `ray` or ray.init("auto") in this job: this job's Ray
 # Token authentication with a token of this job's own, in the environment `ray start`, srun's
 # workers and shoal inherit: another user on the nodes cannot join this Ray. (Ray 2.60 also
@@ -139,19 +169,24 @@ cleanup() {{
   for pid in "${{pids[@]}}"; do kill -TERM "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
   stop_leftovers
-  rm -rf "$RAY_TMPDIR"
+  if [[ -n "${{tmpdir_checked:-}}" ]]; then rm -rf "$RAY_TMPDIR"; fi  # only a folder of its own
 }}
 trap cleanup EXIT
 
 nodes_up() {{
   {run}ray status --address="$address" 2>/dev/null | grep -c -E '^ +1 node_' || true
 }}
-mkdir -p "$RAY_TMPDIR"
+eval "$own_tmpdir"
+tmpdir_checked=1
 # A loaded node can take Ray's head past its own start-up timeouts: try it three times, one
 # job's head starting at a time on a node (the lock goes with this script). `ray start --block`
-# says "Ray runtime started." once the node is up, so nothing polls the head.
-exec 9> /tmp/shoal-ray-start.lock
-flock -w 300 9 || echo "shoal: another job's Ray has been starting for 5 minutes; starting anyway"
+# says "Ray runtime started." once the node is up, so nothing polls the head. The lock is this
+# user's: a file another user made first is never written, only passed over.
+if {{ exec 9>>"/tmp/shoal-ray-start-$(id -u).lock"; }} 2>/dev/null; then
+  flock -w 300 9 || echo "shoal: another job's Ray has been starting for 5 minutes; starting anyway"
+else
+  exec 9>&-
+fi
 for attempt in 1 2 3; do
   {run}ray start --head --node-ip-address="$head_ip" --port="$base" \\
     --ray-client-server-port=$((base + 7)) --dashboard-port=$((base + 8)) \\
@@ -169,11 +204,12 @@ for attempt in 1 2 3; do
   (( attempt < 3 )) || exit 1
 done
 pids+=("$head")
-flock -u 9
+flock -u 9 2>/dev/null || true
 if (( SLURM_JOB_NUM_NODES > 1 )); then
   # One Ray worker on each other node; they share this job's ports and temp dir name.
   srun --nodes=$(( SLURM_JOB_NUM_NODES - 1 )) --ntasks=$(( SLURM_JOB_NUM_NODES - 1 )) \\
     --exclude="$SLURMD_NODENAME" --overlap \\
+    bash -c "$own_tmpdir"$'\\n''exec "$@"' shoal-ray-worker \\
     {run}ray start --address="$address" --disable-usage-stats "${{ray_ports[@]}}" --block &
   pids+=($!)
   # The roles are placed by what the nodes offer: wait until every node has joined.

@@ -70,6 +70,7 @@ def tune(
     run: dict[str, Any] | None = None,
     env_config: dict[str, Any] | None = None,
     resume: str | Path | None = None,
+    trust_run: bool = False,
     verbose: int = 1,
 ) -> TuneResult:
     """Search `space` for `algo` on `env` (or continue the experiment in `resume`).
@@ -79,14 +80,19 @@ def tune(
     process, else a new local one). `scheduler`: fifo (every trial to its budget), asha
     (early stopping), pbt (a population of `population` whose worst members copy the best
     and perturb their settings every `perturbation_interval` env steps). Every mistake is a
-    ConfigError raised before anything is written."""
+    ConfigError raised before anything is written.
+
+    Resuming unpickles Ray Tune's experiment state (`tuner.pkl`, which can run any code) and
+    imports the modules the stored config names, so it needs `trust_run=True`."""
+    if not isinstance(trust_run, bool):
+        raise ConfigError(f"trust_run must be True or False, got {trust_run!r}.")
     if resume is not None:
         if algo or env or space is not None or agent or env_config or config or seed is not None:
             raise ConfigError(
                 "--resume continues an experiment as it was asked; give only the experiment "
                 "directory (and --address)."
             )
-        return _resume(Path(resume), (run or {}).get("address"), verbose)
+        return _resume(Path(resume), (run or {}).get("address"), trust_run, verbose)
     if space is None:
         raise ConfigError(
             "Name the search space with --space SPACE.yaml, e.g. "
@@ -281,7 +287,7 @@ def _new_experiment_dir(plan: _Plan) -> Path:
                 if run.run_name is not None:
                     raise ConfigError(
                         f"Experiment directory {exp_dir} already exists. Continue it with "
-                        f"`shoal tune --resume {exp_dir}` or choose another --run-name."
+                        f"`shoal tune --resume {exp_dir} --trust-run` or choose another --run-name."
                     ) from None
                 suffix += 1
                 exp_dir = root / f"{name}-{suffix}"
@@ -292,12 +298,21 @@ def _new_experiment_dir(plan: _Plan) -> Path:
         ) from None
 
 
-def _resume(exp_dir: Path, address: str | None, verbose: int) -> TuneResult:
+def _resume(exp_dir: Path, address: str | None, trust_run: bool, verbose: int) -> TuneResult:
     state_file = exp_dir / STATE_FILE
     if not state_file.is_file():
         raise ConfigError(
             f"{exp_dir} is not a shoal tune experiment directory (no {STATE_FILE}). Pass the "
             "directory `shoal tune` printed when it started."
+        )
+    if not trust_run:
+        # Tune's state is a pickle: reading it runs whatever code it holds. No file tells an
+        # experiment this user made from one they downloaded, so resuming is always an opt-in.
+        raise ConfigError(
+            f"Resuming {exp_dir} unpickles its Ray Tune state (tuner.pkl), which can run any "
+            f"code, imports the modules its {STATE_FILE} names and joins the Ray cluster it "
+            "records: pass --trust-run (Python: trust_run=True) if you made this experiment "
+            "or trust whoever did."
         )
     stored = configs.load_yaml(state_file)
     run = dict(stored["run"])
