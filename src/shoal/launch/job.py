@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from shoal import catalog, config
+from shoal.commandline import build_parser, split_section_overrides
 from shoal.errors import ConfigError
 from shoal.runtime.config import RunConfig, parse_resources
 from shoal.runtime.profile import load_profile, merge_profile
@@ -92,8 +93,6 @@ class TrainJob:
 
 def parse_train_command(argv: Sequence[str], name: str | None = None) -> TrainJob:
     """The checked `shoal train ...` of `shoal launch TARGET ... -- shoal train ...`."""
-    from shoal import cli  # the same parser as `shoal train`'s, so a typo fails here, not later
-
     argv = list(argv)
     if argv[:2] != ["shoal", "train"]:
         raise ConfigError(
@@ -102,8 +101,9 @@ def parse_train_command(argv: Sequence[str], name: str | None = None) -> TrainJo
             f"{shlex.join(argv) or 'nothing'!r}."
         )
     # --agent.* and --env.* are checked for form here and stay in the command as given.
-    rest, _ = cli._split_section_overrides(argv[2:])
-    parsed = cli._parser().parse_args(["train", *rest])
+    # The same parser as `shoal train`'s, so a typo fails here, not later.
+    rest, _ = split_section_overrides(argv[2:])
+    parsed = build_parser().parse_args(["train", *rest])
     run = {k[4:]: v for k, v in vars(parsed).items() if k.startswith("run.") and v is not None}
     if run.get("address"):
         raise ConfigError(
