@@ -27,6 +27,7 @@ train: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
 # Ray across three hosts in network namespaces on this machine (root and iproute2 needed): a

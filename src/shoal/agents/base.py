@@ -163,7 +163,7 @@ def set_learning_rate(optimizer: Any, learning_rate: float) -> None:
 def learning_rates(learner: Any) -> list[float]:
     """The learning rates the learner's optimisers will step with: every param group of
     every torch optimiser, and the `lr` of shoal's `Adam`, among its attributes."""
-    rates = []
+    rates: list[float] = []
     for name, value in sorted(vars(learner).items()):
         if "optim" not in name or value is None:
             continue

@@ -7,10 +7,11 @@ from collections.abc import Callable
 import numpy as np
 
 from shoal.data import Unroll
+from shoal.envs.spec import EnvSpec
 from shoal.envs.split_vector import SplitVectorEnv
 from shoal.envs.vector import VectorEnv, VectorStep
 from shoal.runtime.rows import Acting
-from shoal.tree import assign, map_tree
+from shoal.tree import Tree, assign, map_tree
 
 
 class _Steps:
@@ -18,13 +19,13 @@ class _Steps:
 
     def __init__(self, env: VectorEnv, length: int) -> None:
         width = env.num_envs
-        self.obs = env.spec.allocate_obs(length + 1, width)
+        self.obs: Tree = env.spec.allocate_obs(length + 1, width)
         self.rewards = np.empty((length, width), np.float32)
         self.terminated = np.empty((length, width), bool)
         self.truncated = np.empty((length, width), bool)
         self.actions: list[list[np.ndarray]] = [[] for _ in range(length)]
         self.extras: list[list[dict[str, np.ndarray]]] = [[] for _ in range(length)]
-        self.final_obs: list = []
+        self.final_obs: list[Tree] = []
         self.final_index: list[tuple[int, int]] = []
 
     def result(self, t: int, step: VectorStep, offset: int = 0) -> None:
@@ -38,8 +39,8 @@ class _Steps:
                 self.final_obs.append(last)
                 self.final_index.append((t, offset + b))
 
-    def unroll(self, spec, version: int, env_slot: int) -> Unroll:
-        def joined(parts: list) -> np.ndarray:
+    def unroll(self, spec: EnvSpec, version: int, env_slot: int) -> Unroll:
+        def joined(parts: list[np.ndarray]) -> np.ndarray:
             return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
         extras = {
