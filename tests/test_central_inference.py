@@ -219,7 +219,8 @@ def test_every_agent_acts_through_the_server_dqn_too(quiet_run):
     assert last["gradient_steps"] > 0
 
 
-# IMPALA's run takes 75 s on the 2-core machine: slow; PPO's 15 s stays in make test.
+# IMPALA's run takes 75 s on the 2-core machine: slow; PPO's 15 s runs in make test-integration.
+@pytest.mark.integration
 @pytest.mark.parametrize("algo", [pytest.param("impala", marks=pytest.mark.slow), "ppo"])
 def test_central_inference_solves_cartpole_inline(quiet_run, algo):
     run = {**quiet_run, "inference": "central", "actors": 2, "num_envs": 4}
@@ -228,6 +229,7 @@ def test_central_inference_solves_cartpole_inline(quiet_run, algo):
     assert result.stop_reason == "stop_at_return" and result.train_return_mean >= 475
 
 
+@pytest.mark.integration
 def test_central_lstm_impala_solves_a_memory_task_feed_forward_cannot(quiet_run):
     run = {**quiet_run, "inference": "central", "actors": 2, "num_envs": 8}
     run |= {"stop_at_return": 0.9, "total_steps": 60_000, "eval_episodes": 20}

@@ -206,6 +206,7 @@ def test_bad_dqn_values_are_refused_before_a_run_starts(quiet_run, tmp_path):
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
+@pytest.mark.integration
 def test_dqn_solves_cartpole_inline(quiet_run):
     result = shoal.train("dqn", "CartPole-v1", seed=0, run={**quiet_run, "stop_at_return": 475})
     assert result.stop_reason == "stop_at_return" and result.train_return_mean >= 475

@@ -7,7 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "gpu_check.py"
+
+
+pytestmark = pytest.mark.integration  # a minute or more of training and scoring
 
 
 def test_gpu_check_runs_every_part_on_the_cpu(tmp_path):

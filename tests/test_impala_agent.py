@@ -355,6 +355,7 @@ def one_torch_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("lag", [0, 10])
 def test_feed_forward_impala_learns_cartpole(one_torch_thread, lag):
     """Acting and learning alternate, as the inline runtime runs them.

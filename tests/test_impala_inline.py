@@ -10,7 +10,8 @@ import shoal
 
 
 # Overlapped, the run takes 66 s on the 2-core machine and depends on thread timing: slow; in
-# turn (52 s) it stays in make test.
+# turn (52 s) it runs in make test-integration.
+@pytest.mark.integration
 @pytest.mark.parametrize("overlap", [pytest.param(True, marks=pytest.mark.slow), False])
 def test_impala_solves_cartpole_inline(quiet_run, overlap):
     run = {**quiet_run, "stop_at_return": 475, "overlap": overlap}

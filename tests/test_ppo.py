@@ -14,6 +14,7 @@ from shoal.runtime.collector import UnrollCollector
 from shoal.runtime.rows import Acting
 
 
+@pytest.mark.integration
 def test_ppo_solves_cartpole_with_its_preset(quiet_run):
     result = shoal.train("ppo", "CartPole-v1", seed=0, run={**quiet_run, "stop_at_return": 475})
     assert result.stop_reason == "stop_at_return"

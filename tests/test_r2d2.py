@@ -357,6 +357,7 @@ def test_eval_policy_is_greedy_or_explores_at_eval_epsilon():
     assert noisy.exploration_rates(np.arange(2), "sample").tolist() == [0.25, 0.25]
 
 
+@pytest.mark.integration
 def test_r2d2_solves_the_memory_task_a_feed_forward_dqn_cannot(quiet_run):
     run = {**quiet_run, "num_envs": 8, "return_window": 100, "eval_episodes": 50}
     run |= {"stop_at_return": 0.9, "total_steps": 30_000}
@@ -387,6 +388,7 @@ def test_r2d2_solves_the_memory_task_a_feed_forward_dqn_cannot(quiet_run):
     assert dqn.stop_reason == "total_steps" and dqn.evaluation.mean_return < 0.5
 
 
+@pytest.mark.integration
 def test_r2d2_learns_the_memory_task_with_central_inference(quiet_run):
     # One policy acts for both actors' envs (rows); each actor's unrolls become sequences
     # next to the learner.
@@ -399,7 +401,7 @@ def test_r2d2_learns_the_memory_task_with_central_inference(quiet_run):
     assert result.stop_reason == "stop_at_return" and result.evaluation.mean_return >= 0.9
 
 
-@pytest.mark.slow  # 60 s on the 2-core machine; the memory task above stays in make test
+@pytest.mark.slow  # 60 s on the 2-core machine; the memory task above runs in make test-integration
 def test_r2d2_balances_cartpole_without_velocities(quiet_run):
     # With the env's preset (presets/r2d2.yaml) and 8 envs, on 2 CPU cores beside two busy
     # processes: a mean training return of 400 after 53k to 90k steps (41 to 52 s) over seeds

@@ -37,6 +37,7 @@ class _StopWhenGreedySolves(shoal.Callback):
         return evaluation.final or evaluation.mean_return < 475
 
 
+@pytest.mark.integration
 def test_ppo_solves_cartpole_on_ray_with_two_actors(ray_cluster, quiet_run):
     result = shoal.train(
         "ppo",
@@ -78,6 +79,7 @@ class _StopWhenTwoGreedyEvaluationsSolve(shoal.Callback):
         return True
 
 
+@pytest.mark.integration
 def test_a_killed_actor_is_restarted_counted_and_the_run_still_learns(ray_cluster, quiet_run):
     run = _ray_run(
         quiet_run, total_steps=300_000, run_name="killed", eval_every=4_096, eval_every_episodes=10
@@ -133,6 +135,7 @@ def test_unplaceable_actors_give_a_clear_error(ray_cluster, quiet_run, monkeypat
         )
 
 
+@pytest.mark.integration
 def test_impala_solves_cartpole_on_ray_with_two_actors(ray_cluster, quiet_run):
     run = _ray_run(quiet_run, num_envs=8, stop_at_return=475)
     result = shoal.train("impala", "CartPole-v1", seed=0, run=run)
@@ -144,6 +147,7 @@ def test_impala_solves_cartpole_on_ray_with_two_actors(ray_cluster, quiet_run):
     assert max(json.loads(row)["policy_lag"] for row in rows) >= 1  # actors ran ahead
 
 
+@pytest.mark.integration
 def test_a_local_run_listens_on_loopback_only_and_ctrl_c_stops_every_process(tmp_path):
     """A run that starts its own local Ray reaches it over the loopback interface only, and
     stops every process it started on SIGINT (with a checkpoint), at once even while Ray
@@ -346,6 +350,7 @@ def test_apex_solves_cartpole_with_replay_shards_on_their_node(ray_cluster, quie
     assert last["replay_size"] > 1000 and 8 < last["replay_ratio"] <= 17
 
 
+@pytest.mark.integration
 def test_central_inference_on_ray_survives_a_killed_env_actor(ray_cluster, quiet_run):
     _, worker = ray_cluster
     run = _ray_run(
@@ -380,6 +385,7 @@ def test_central_inference_on_ray_survives_a_killed_env_actor(ray_cluster, quiet
     assert last["policy_lag"] == 0  # on-policy: every unroll acted by the current weights
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("inference", ["actor", "central"])
 def test_r2d2_solves_the_memory_task_on_ray(ray_cluster, quiet_run, inference):
     run = _ray_run(
@@ -401,6 +407,7 @@ def test_r2d2_solves_the_memory_task_on_ray(ray_cluster, quiet_run, inference):
     assert last["replay_size"] > 0 and last["gradient_steps"] > 0
 
 
+@pytest.mark.integration
 def test_a_slow_learner_keeps_the_replay_ratio_because_actors_wait(ray_cluster, quiet_run):
     # A learner slowed on purpose (three 1024-wide layers, batches of 256) against two actors
     # stepping CartPole as fast as they can: without a rate limiter the actors ran ahead and the

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 import shoal
 from shoal.run.checkpoints import list_checkpoints, load_checkpoint
 from shoal.runtime.inline import TIMING_KEYS
@@ -67,6 +69,7 @@ def _wait_for(predicate, timeout: float) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.integration
 def test_sigkilled_run_resumes_from_its_last_checkpoint(tmp_path):
     run_dir = tmp_path / "killed"
     command = [

@@ -63,6 +63,7 @@ def _checkpoints(client, bucket: str, prefix: str) -> list[str]:
     return sorted(o["Key"] for o in listed.get("Contents", []) if o["Key"].endswith(".pt"))
 
 
+@pytest.mark.integration
 def test_a_killed_job_goes_on_from_the_bucket_and_is_evaluated_from_its_url(s3, tmp_path, capsys):
     bucket, client, env = s3
     url = f"s3://{bucket}/runs/job"

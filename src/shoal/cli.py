@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from shoal import catalog
+from shoal.commandline import build_parser, is_number, split_section_overrides
 from shoal.config import PEER_NAMES, describe, old_names, suggestions
 from shoal.errors import RenamedSettingWarning, ShoalError, ShoalWarning, user_error
-from shoal.runtime.config import RunConfig
 
 # --max-time bounds the whole command. The first command in a process counts from this
 # module's import (the imports included); any later one (a test, a Python caller running
@@ -28,202 +28,6 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ct
 # 128 + SIGTERM: stopped by a scheduler's SIGTERM after writing a checkpoint, so a job script
 # can tell it from a finished run (0) and requeue it.
 EXIT_TERMINATED = 143
-
-_TRUST_HELP = (
-    "import the modules the run's config.yaml names (a module:function env or torso, "
-    "--env.import-module): only for runs you made or trust, as importing runs their code"
-)
-
-
-# Names the issue tracker and the distributed-RL literature use for the same settings.
-_ALIASES = {"num_envs": ("--envs-per-actor",)}
-
-
-def _run_option(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="shoal", description="Distributed deep reinforcement learning in PyTorch."
-    )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    train = sub.add_parser(
-        "train",
-        help="train an agent",
-        description="Train ALGO on --env, or continue a run with --resume RUN_DIR. With "
-        "--resume auto and --run-name, the same command starts the run, continues it after a "
-        "kill or preemption, or exits 0 if it already finished: what a requeued job runs. "
-        "Agent settings: --agent.FIELD VALUE (list them with `shoal list ALGO`); environment "
-        "settings: --env.FIELD VALUE (list them with `shoal envs`).",
-    )
-    train.add_argument("algo", nargs="?", help="algorithm, e.g. ppo (see `shoal list`)")
-    train.add_argument("--env", help="environment id, e.g. CartPole-v1, or package.module:function")
-    train.add_argument("--seed", help="random seed (default 0)")
-    train.add_argument("--config", help="YAML file with algo/env/seed/run/agent keys")
-    train.add_argument(
-        "--resume",
-        metavar="RUN_DIR|auto",
-        help="continue a run from its last checkpoint; auto: the run named by --run-name if it "
-        "exists (with the same settings), else start it",
-    )
-    train.add_argument("--trust-run", action="store_true", help=f"with --resume: {_TRUST_HELP}")
-    train.add_argument(
-        "--profile",
-        metavar="FILE",
-        help="ray: YAML of the resources of each role (learner, actors, replay, inference) in "
-        "place of the --learner-*/--actor-*/--replay-*/--inference* flags, e.g. "
-        "examples/profiles/cluster.yaml",
-    )
-    for name, type_name, default, doc in describe(RunConfig):
-        train.add_argument(
-            _run_option(name),
-            *_ALIASES.get(name, ()),
-            dest=f"run.{name}",
-            metavar=type_name.upper(),
-            help=f"{doc} (default {default})",
-        )
-
-    _tune_parser(sub)
-    sub.add_parser(
-        "launch",
-        help="write (and --submit) a Slurm, Kubernetes, GCP, AWS or Vertex AI job for a "
-        "`shoal train` command; `shoal launch --help` for its options",
-        add_help=False,
-    )
-
-    evaluate = sub.add_parser("eval", help="evaluate a run's newest checkpoint")
-    evaluate.add_argument("run_dir")
-    evaluate.add_argument(
-        "--episodes", type=int, default=None, help="default 10; 30 with --protocol atari"
-    )
-    evaluate.add_argument(
-        "--protocol",
-        choices=["atari"],
-        help="atari: the no-op starts protocol (up to 30 no-ops, 108,000-frame cap, a seed per "
-        "episode), with raw and human-normalised scores",
-    )
-    modes = evaluate.add_mutually_exclusive_group()
-    modes.add_argument(
-        "--deterministic",
-        action="store_true",
-        help="take the most likely action (the default, as shoal train's and shoal.evaluate's)",
-    )
-    modes.add_argument(
-        "--stochastic", action="store_true", help="sample actions from the policy instead"
-    )
-    evaluate.add_argument("--seed", type=int, default=None)
-    evaluate.add_argument("--trust-run", action="store_true", help=_TRUST_HELP)
-
-    play = sub.add_parser(
-        "play", help="play a run's newest checkpoint into an mp4 video (Atari: the colour screen)"
-    )
-    play.add_argument("run_dir")
-    play.add_argument("--episodes", type=int, default=None, help="episodes to play (default 3)")
-    play.add_argument(
-        "--video", help="mp4 to write (default RUN_DIR/videos/play-step-<checkpoint steps>.mp4)"
-    )
-    play.add_argument(
-        "--deterministic", action="store_true", help="take the most likely action (default: sample)"
-    )
-    play.add_argument("--seed", type=int, default=None, help="seed of the first episode")
-    play.add_argument("--trust-run", action="store_true", help=_TRUST_HELP)
-
-    plot = sub.add_parser(
-        "plot",
-        help="learning curves of runs, seeds grouped with a 95%% bootstrap band",
-        description="Draw learning curves from each run's metrics.jsonl: runs of one algorithm "
-        "on one env are seeds, drawn as their mean with a 95% bootstrap confidence band, over "
-        "the range every seed covers; one panel per env.",
-    )
-    plot.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories or folders")
-    plot.add_argument(
-        "-o", "--output", default="curves.png", help="image file (default %(default)s)"
-    )
-    plot.add_argument(
-        "--x",
-        choices=("frames", "steps", "time"),
-        default="frames",
-        help="x axis: env frames, agent steps or wall time (default %(default)s)",
-    )
-    plot.add_argument(
-        "--metric", default="return_mean", help="a metrics.jsonl column (default %(default)s)"
-    )
-
-    report = sub.add_parser(
-        "report",
-        help="final scores per env; Atari: median, IQM and mean human-normalised scores",
-        description="Print each env's final scores (mean over seeds with a 95% bootstrap "
-        "interval) and, across Atari games, the median, interquartile mean and mean of "
-        "human-normalised scores with 95% stratified bootstrap intervals (Agarwal et al. 2021).",
-    )
-    report.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories or folders")
-    report.add_argument("-o", "--output", help="also write the report to this markdown file")
-    report.add_argument(
-        "--reps", type=int, default=10_000, help="bootstrap resamples (default %(default)s)"
-    )
-    report.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
-
-    listing = sub.add_parser("list", help="algorithms, presets and their settings")
-    listing.add_argument("algo", nargs="?", help="show every setting of this algorithm")
-
-    envs = sub.add_parser("envs", help="environment families; with an id, its spaces and backend")
-    envs.add_argument("env_id", nargs="?", help="e.g. ALE/Pong-v5, minatar:breakout, CartPole-v1")
-    return parser
-
-
-def _tune_parser(sub: Any) -> None:
-    tune = sub.add_parser(
-        "tune",
-        help="hyperparameter search or population based training (PBT) on Ray Tune",
-        description="Search the settings of --space for ALGO on --env with Ray Tune, each "
-        "trial one inline shoal run (train's flags and --agent.FIELD apply to every trial), "
-        "or train a population with --scheduler pbt, whose exploits copy a member's learner "
-        "in place. Writes one experiment directory (each trial's run directory, a table of "
-        "trials, best.yaml for `shoal train --config`); --resume DIR continues it.",
-    )
-    tune.add_argument("algo", nargs="?", help="algorithm, e.g. ppo (see `shoal list`)")
-    tune.add_argument("--env", help="environment id, e.g. CartPole-v1")
-    tune.add_argument("--seed", help="random seed of every trial (default 0)")
-    tune.add_argument("--config", help="YAML file with algo/env/seed/run/agent keys")
-    tune.add_argument(
-        "--space",
-        help="YAML of settings and distributions, e.g. examples/tune/ppo_cartpole_space.yaml",
-    )
-    tune.add_argument("--scheduler", default="fifo", help="fifo, asha or pbt (default fifo)")
-    tune.add_argument("--samples", type=int, default=8, help="fifo/asha: trials (default 8)")
-    tune.add_argument("--population", type=int, default=4, help="pbt: members (default 4)")
-    tune.add_argument(
-        "--metric",
-        default="return_mean",
-        help="metrics row column to optimise (default return_mean)",
-    )
-    tune.add_argument("--mode", default="max", help="max or min (default max)")
-    tune.add_argument(
-        "--perturbation-interval",
-        type=int,
-        default=None,
-        help="pbt: env steps between exploits of a member (default total steps / 8)",
-    )
-    tune.add_argument(
-        "--cpus-per-trial", type=float, default=1.0, help="CPUs Ray reserves per trial (default 1)"
-    )
-    tune.add_argument("--resume", metavar="EXPERIMENT_DIR", help="continue a killed experiment")
-    tune.add_argument(
-        "--trust-run",
-        action="store_true",
-        help="with --resume: the experiment's Ray Tune state is unpickled and the modules its "
-        "config names are imported, which runs code: only for experiments you made or trust",
-    )
-    for name, type_name, default, doc in describe(RunConfig):
-        tune.add_argument(
-            _run_option(name),
-            *_ALIASES.get(name, ()),
-            dest=f"run.{name}",
-            metavar=type_name.upper(),
-            help=f"{doc} (default {default})",
-        )
 
 
 def _tune(args: argparse.Namespace, overrides: dict[str, dict[str, str]]) -> int:
@@ -254,110 +58,6 @@ def _tune(args: argparse.Namespace, overrides: dict[str, dict[str, str]]) -> int
     print(f"experiment directory: {result.experiment_dir}")
     failed = [row for row in result.rows if row["status"] == "error"]
     return 1 if failed and len(failed) == len(result.rows) else 0
-
-
-def _split_section_overrides(
-    argv: Sequence[str],
-) -> tuple[list[str], dict[str, dict[str, str]]]:
-    """Take `--agent.FIELD VALUE` and `--env.FIELD VALUE` (or `=VALUE`) out of argv.
-
-    Agent fields depend on the algorithm named on the same line, so argparse cannot declare
-    them; they are checked against the config classes later, with the valid names listed on a
-    mistake.
-    """
-    rest: list[str] = []
-    overrides: dict[str, dict[str, str]] = {"agent": {}, "env": {}}
-    items = list(argv)
-    while items:
-        item = items.pop(0)
-        section = next((s for s in overrides if item.startswith(f"--{s}.")), None)
-        if section is None:
-            rest.append(item)
-            continue
-        key, has_value, value = item[len(section) + 3 :].partition("=")
-        if not has_value:
-            if not items or (items[0].startswith("--") and not _is_number(items[0])):
-                raise ShoalError(f"{item} needs a value, e.g. {item} 0.001.")
-            value = items.pop(0)
-        overrides[section][key.replace("-", "_")] = value
-    return rest, overrides
-
-
-def _unknown_arguments(
-    parser: argparse.ArgumentParser, args: argparse.Namespace, unknown: list[str]
-) -> str:
-    """One paragraph for what argparse did not recognise: for each unknown option, the shoal
-    flag it may mean, matched on meaning first (`--lr` is `--agent.learning-rate`, not
-    `--agent.anneal-lr`), then on spelling."""
-    command = _subcommand(parser, args.command)
-    options = {
-        o[2:].replace("-", "_"): o
-        for action in command._actions
-        for o in action.option_strings
-        if o.startswith("--")
-    }
-    agent_fields = _agent_fields(getattr(args, "algo", None))
-    sentences = []
-    items = list(unknown)
-    while items:
-        item = items.pop(0)
-        if not item.startswith("-") or _is_number(item):
-            sentences.append(f"`shoal {args.command}` takes no argument {item!r}.")
-            continue
-        flag, has_value, value = item.partition("=")
-        if not has_value and items and not items[0].startswith("-"):
-            value = items.pop(0)
-        example = f" {value}" if value else " VALUE"
-        sentences.append(
-            f"{flag} is not an option of `shoal {args.command}`"
-            + _flag_hint(flag, options, agent_fields, example)
-        )
-    return " ".join(sentences) + f" See `shoal {args.command} --help`."
-
-
-def _flag_hint(
-    flag: str, options: dict[str, str], agent_fields: set[str] | None, example: str
-) -> str:
-    name = flag.lstrip("-").replace("-", "_").lower()
-    meanings = [name, *PEER_NAMES.get(name, ())]
-    for meaning in meanings:
-        if meaning in options and options[meaning] != flag:
-            return f": shoal calls it {options[meaning]}, e.g. {options[meaning]}{example}."
-    if agent_fields is not None:
-        for meaning in meanings:
-            if meaning in agent_fields:
-                agent_flag = "--agent." + meaning.replace("_", "-")
-                return f"; it is an agent setting: {agent_flag}{example}."
-    elif name in PEER_NAMES:  # no algorithm named here: the setting it usually means
-        agent_flag = "--agent." + PEER_NAMES[name][0].replace("_", "-")
-        return f"; agent settings are --agent.FIELD flags, e.g. {agent_flag}{example}."
-    hits = suggestions(name, options)
-    if hits:
-        return "; did you mean " + " or ".join(options[h] for h in hits) + "?"
-    return "."
-
-
-def _subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return action.choices[name]  # type: ignore[no-any-return]
-    return parser
-
-
-def _agent_fields(algo: str | None) -> set[str] | None:
-    """The agent setting names of `algo` (old names included); None for no or an unknown algo."""
-    if algo not in catalog.AGENTS:
-        return None
-    cls = catalog.get_agent(algo).config_cls
-    return {name for name, *_ in describe(cls)} | set(old_names(cls))
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _train(args: argparse.Namespace, overrides: dict[str, dict[str, str]]) -> int:
@@ -439,7 +139,7 @@ def _eval(args: argparse.Namespace) -> None:
 
 
 def _plot(args: argparse.Namespace) -> None:
-    from shoal.analysis.plots import plot_runs
+    from shoal.plots import plot_runs
 
     curves = plot_runs(args.run_dirs, args.output, x=args.x, metric=args.metric)
     drawn = "; ".join(f"{c.algo} on {c.env}, {c.seeds} seed(s)" for c in curves)
@@ -447,7 +147,7 @@ def _plot(args: argparse.Namespace) -> None:
 
 
 def _report(args: argparse.Namespace) -> None:
-    from shoal.analysis.report import build_report, check_report_output, write_report
+    from shoal.report import build_report, check_report_output, write_report
 
     if args.output:
         check_report_output(args.output)
@@ -494,6 +194,75 @@ def _envs(args: argparse.Namespace, env_overrides: dict[str, str]) -> None:
     print(describe_env(args.env_id, env_config) if args.env_id else describe_families())
 
 
+def _unknown_arguments(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, unknown: list[str]
+) -> str:
+    """One paragraph for what argparse did not recognise: for each unknown option, the shoal
+    flag it may mean, matched on meaning first (`--lr` is `--agent.learning-rate`, not
+    `--agent.anneal-lr`), then on spelling."""
+    command = _subcommand(parser, args.command)
+    options = {
+        o[2:].replace("-", "_"): o
+        for action in command._actions
+        for o in action.option_strings
+        if o.startswith("--")
+    }
+    agent_fields = _agent_fields(getattr(args, "algo", None))
+    sentences = []
+    items = list(unknown)
+    while items:
+        item = items.pop(0)
+        if not item.startswith("-") or is_number(item):
+            sentences.append(f"`shoal {args.command}` takes no argument {item!r}.")
+            continue
+        flag, has_value, value = item.partition("=")
+        if not has_value and items and not items[0].startswith("-"):
+            value = items.pop(0)
+        example = f" {value}" if value else " VALUE"
+        sentences.append(
+            f"{flag} is not an option of `shoal {args.command}`"
+            + _flag_hint(flag, options, agent_fields, example)
+        )
+    return " ".join(sentences) + f" See `shoal {args.command} --help`."
+
+
+def _flag_hint(
+    flag: str, options: dict[str, str], agent_fields: set[str] | None, example: str
+) -> str:
+    name = flag.lstrip("-").replace("-", "_").lower()
+    meanings = [name, *PEER_NAMES.get(name, ())]
+    for meaning in meanings:
+        if meaning in options and options[meaning] != flag:
+            return f": shoal calls it {options[meaning]}, e.g. {options[meaning]}{example}."
+    if agent_fields is not None:
+        for meaning in meanings:
+            if meaning in agent_fields:
+                agent_flag = "--agent." + meaning.replace("_", "-")
+                return f"; it is an agent setting: {agent_flag}{example}."
+    elif name in PEER_NAMES:  # no algorithm named here: the setting it usually means
+        agent_flag = "--agent." + PEER_NAMES[name][0].replace("_", "-")
+        return f"; agent settings are --agent.FIELD flags, e.g. {agent_flag}{example}."
+    hits = suggestions(name, options)
+    if hits:
+        return "; did you mean " + " or ".join(options[h] for h in hits) + "?"
+    return "."
+
+
+def _subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices[name]  # type: ignore[no-any-return]
+    return parser
+
+
+def _agent_fields(algo: str | None) -> set[str] | None:
+    """The agent setting names of `algo` (old names included); None for no or an unknown algo."""
+    if algo not in catalog.AGENTS:
+        return None
+    cls = catalog.get_agent(algo).config_cls
+    return {name for name, *_ in describe(cls)} | set(old_names(cls))
+
+
 def _main(argv: Sequence[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
@@ -501,8 +270,8 @@ def _main(argv: Sequence[str] | None) -> int:
             from shoal.launch.cli import main as launch
 
             return launch(argv[1:])
-        rest, overrides = _split_section_overrides(argv)
-        parser = _parser()
+        rest, overrides = split_section_overrides(argv)
+        parser = build_parser()
         args, unknown = parser.parse_known_args(rest)  # exits with code 2 on a malformed line
         if unknown:  # argparse's words and exit, with the flag it may mean
             hint = _unknown_arguments(parser, args, unknown)

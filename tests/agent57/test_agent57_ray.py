@@ -14,7 +14,7 @@ import pytest
 import shoal
 from shoal.run.checkpoints import list_checkpoints, load_checkpoint
 
-pytestmark = [pytest.mark.distributed, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.distributed, pytest.mark.integration, pytest.mark.timeout(900)]
 
 AGENT = {"num_mixtures": 4, "lstm_size": 16, "dueling_hidden": 16, "hidden_sizes": "16"}
 AGENT |= {"embedding_size": 8, "rnd_size": 16, "episodic_capacity": 500}

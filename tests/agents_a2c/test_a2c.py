@@ -41,12 +41,14 @@ def test_config_errors_name_the_flag():
         A2CConfig(gamma=1.5)
 
 
+@pytest.mark.integration
 def test_a2c_solves_cartpole_with_its_preset(quiet_run):
     result = shoal.train("a2c", "CartPole-v1", seed=0, run={**quiet_run, "stop_at_return": 475})
     assert result.stop_reason == "stop_at_return"
     assert result.evaluation.mean_return >= 475
 
 
+@pytest.mark.integration
 @pytest.mark.distributed
 @pytest.mark.timeout(900)
 def test_a2c_solves_cartpole_on_ray_with_two_actors(ray_cluster, quiet_run):

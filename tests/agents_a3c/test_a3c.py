@@ -78,6 +78,7 @@ def test_the_queue_drops_gradients_staler_than_the_bound_and_reports_staleness()
     assert queue.sample(0.0, timeout=0) is None
 
 
+@pytest.mark.integration
 def test_a3c_solves_cartpole_inline_with_two_workers_in_turn(quiet_run):
     # Learning is checked in turn (--no-overlap: each worker's gradient applied before the next
     # acts), which no machine load changes; the threads are checked for staleness below.

@@ -56,6 +56,7 @@ def test_top_directions_cannot_exceed_the_directions():
         ARSConfig(pairs_per_iteration=4, top_directions=5)
 
 
+@pytest.mark.integration
 def test_ars_solves_cartpole_with_its_preset(quiet_run):
     class StopAt500(shoal.Callback):
         def on_evaluation(self, evaluation):

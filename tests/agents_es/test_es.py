@@ -198,6 +198,7 @@ def _stop_at_500():
     return StopAt()
 
 
+@pytest.mark.integration
 def test_es_solves_cartpole_with_its_preset(quiet_run):
     run = {**quiet_run, "eval_every": 20_000, "eval_every_episodes": 10}
     result = shoal.train("es", "CartPole-v1", seed=0, run=run, callbacks=[_stop_at_500()])

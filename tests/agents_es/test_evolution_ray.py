@@ -21,6 +21,7 @@ class _StopAt500(shoal.Callback):
         return evaluation.final or evaluation.mean_return < 500
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("algo", ["es", "ars"])
 def test_solves_cartpole_on_ray_with_two_actors(algo, ray_cluster, quiet_run):
     run = {
@@ -36,6 +37,7 @@ def test_solves_cartpole_on_ray_with_two_actors(algo, ray_cluster, quiet_run):
     assert result.evaluation.mean_return >= 475
 
 
+@pytest.mark.integration
 def test_es_goes_on_when_an_actor_is_killed_mid_iteration(ray_cluster, quiet_run):
     # The pair table waits for no particular actor: the iteration the dead actor was part of
     # is completed by the other (and the restarted one), and the run still solves CartPole.

@@ -7,7 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "atari_learning.py"
+
+
+pytestmark = pytest.mark.integration  # a minute or more of training and scoring
 
 
 def test_the_atari_benchmark_trains_scores_checkpoints_and_draws_the_curve(tmp_path):

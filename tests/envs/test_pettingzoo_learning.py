@@ -122,6 +122,7 @@ def _train(algo: str, tmp_path, total_steps: int, agent: dict, **run):
         ("impala", {"learning_rate": 0.003, "unroll_length": 8, **BANDIT}),
     ],
 )
+@pytest.mark.integration
 def test_ppo_and_impala_learn_a_cooperative_task_whose_agents_join_and_leave(algo, agent, tmp_path):
     result, last = _train(algo, tmp_path, 8_000, agent)
     assert last["team_return_mean"] >= 12.0  # random 5.67, best 17
@@ -131,6 +132,7 @@ def test_ppo_and_impala_learn_a_cooperative_task_whose_agents_join_and_leave(alg
     assert last["return_agent_1_mean"] >= last["return_agent_0_mean"]  # 8 steps against 3
 
 
+@pytest.mark.integration
 def test_ppo_with_central_inference_learns_with_absent_rows_masked(tmp_path):
     """Central inference's env-only actors send which rows are active with each step."""
     agent = {"rollout_length": 16, "learning_rate": 0.003, "minibatch_size": 64, **BANDIT}

@@ -10,7 +10,7 @@ pytest.importorskip("pettingzoo")
 
 import shoal
 
-pytestmark = [pytest.mark.distributed, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.distributed, pytest.mark.integration, pytest.mark.timeout(900)]
 
 TOY = "pettingzoo:shoal.envs.toy_agents"  # random: 5.67 a game summed, 1.89 an agent
 

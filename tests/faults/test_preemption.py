@@ -75,6 +75,7 @@ def _terminate(process: subprocess.Popen) -> tuple[int, str, float]:
     return process.returncode, err, time.monotonic() - sent
 
 
+@pytest.mark.integration
 def test_sigterm_checkpoints_and_the_same_command_continues_the_run(tmp_path):
     runs = tmp_path / "runs"
     # A budget no attempt reaches: each is stopped by SIGTERM once it has written a checkpoint

@@ -24,7 +24,8 @@ from shoal.cli import main
 from shoal.run.checkpoints import list_checkpoints, load_checkpoint
 from shoal.telemetry import read_metrics
 
-pytestmark = [pytest.mark.distributed, pytest.mark.timeout(600)]
+# Ray fault runs: `make test-integration`.
+pytestmark = [pytest.mark.distributed, pytest.mark.integration, pytest.mark.timeout(600)]
 
 # Small budgets: each run stops on steps, far enough past the kill for a restart to be seen
 # (not on wall time: a busy machine may take a minute to place the roles).

@@ -184,6 +184,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.integration
 def test_a_kill_while_the_snapshot_is_written_leaves_the_previous_checkpoint_whole(
     quiet_run, tmp_path, capsys
 ):
@@ -263,6 +264,7 @@ def test_a_budget_that_is_not_a_size_is_one_clear_paragraph(capsys, tmp_path, va
     assert not runs.exists()
 
 
+@pytest.mark.integration
 @pytest.mark.distributed
 @pytest.mark.timeout(900)
 def test_the_ray_launcher_snapshots_and_restores_each_shard(ray_cluster, quiet_run, capsys):

@@ -66,7 +66,7 @@ def test_a_slurm_value_of_the_wrong_form_is_refused(capsys, tmp_path, options, m
     ("train", "message"),
     [
         (["shoal", "train", "ppo", "--env", "CartPol-v1"], "Unknown environment id 'CartPol-v1'"),
-        ([*TRAIN, "--agent.learning-rat", "0.1"], "Did you mean 'learning_rate'?"),
+        ([*TRAIN, "--agent.learning-rat", "0.1"], "Did you mean 'learning_rate'"),
         ([*TRAIN, "--agent.learning-rate", "fast"], "learning_rate"),
         ([*TRAIN, "--env.frame-skipp", "4"], "frame_skip"),
     ],

@@ -40,6 +40,7 @@ def _steps(run_dir: Path) -> list[int]:
     return [json.loads(line)["env_steps"] for line in lines]
 
 
+@pytest.mark.integration
 def test_an_asha_search_writes_the_table_and_best_settings_train_accepts(
     ray_cluster, tmp_path, capsys
 ):
@@ -87,6 +88,7 @@ def test_an_asha_search_writes_the_table_and_best_settings_train_accepts(
     assert f"learning_rate: {chosen}" in (trained / "config.yaml").read_text()
 
 
+@pytest.mark.integration
 def test_pbt_exploits_in_place_with_the_mutated_learning_rate(ray_cluster, tmp_path):
     result = tune(
         "ppo",
@@ -121,6 +123,7 @@ def test_pbt_exploits_in_place_with_the_mutated_learning_rate(ray_cluster, tmp_p
         assert steps == sorted(set(steps)) and steps[-1] >= 3072  # each member's own counter
 
 
+@pytest.mark.integration
 def test_a_killed_tune_resumes_and_every_trial_counter_continues(ray_cluster, tmp_path):
     cluster, _ = ray_cluster
     space = tmp_path / "space.yaml"
@@ -263,6 +266,7 @@ def _ray_trial(runs: Path, name: str, learning_rate: float) -> dict:
     return {"shoal": shoal, "agent": {"learning_rate": learning_rate}, "run": {}}
 
 
+@pytest.mark.integration
 def test_a_runtime_ray_exploit_reaches_the_remote_learner_in_place(ray_cluster, tmp_path):
     """Driven as Tune drives a reused member (reset, then restore from the donor): the
     recipient's learner, a Ray actor, takes the donor's weights and then its own mutated rate,

@@ -5,7 +5,16 @@ This package sits between the agents (which build their data path) and the repla
 """
 
 from shoal.data.adders import NStepAdder, SequenceAdder
-from shoal.data.base import Adder, Batch, DataPath, Layout, PassThrough, Table, sum_stats
+from shoal.data.base import (
+    Adder,
+    Batch,
+    DataPath,
+    Inserter,
+    Layout,
+    PassThrough,
+    Table,
+    sum_stats,
+)
 from shoal.data.queue import UnrollQueue
 from shoal.data.table import ReplayTable, replay_data_path
 from shoal.data.unroll import Unroll, concat_unrolls
@@ -14,6 +23,7 @@ __all__ = [
     "Adder",
     "Batch",
     "DataPath",
+    "Inserter",
     "Layout",
     "NStepAdder",
     "PassThrough",

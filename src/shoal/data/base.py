@@ -64,6 +64,14 @@ class Batch:
     steps: int = 0  # env steps acted into the table(s) when the batch was taken
 
 
+class Inserter(Protocol):
+    """The side of a table an actor sees: a `Table`, or a table in another process."""
+
+    def insert(self, items: Any, version: int, block: bool = True, steps: int = 0) -> bool:
+        """As `Table.insert`."""
+        ...
+
+
 class Table(Protocol):
     """One table of items between actors and the learner, with its rate control inside."""
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shoal.tree import map_tree
+from shoal.tree import Tree, map_tree
 
 __all__ = ["Unroll", "concat_unrolls"]
 
@@ -24,13 +24,13 @@ class Unroll:
     step started from under the state's own keys (e.g. `core_h`, `core_c` `[T, B, H]`).
     """
 
-    obs: np.ndarray  # [T + 1, B, ...]
+    obs: Tree  # [T + 1, B, ...]; a dict of such arrays for a Dict observation space
     actions: np.ndarray  # [T, B, ...] as the policy chose them (before clipping to bounds)
     rewards: np.ndarray  # [T, B] float32
     terminated: np.ndarray  # [T, B] bool
     truncated: np.ndarray  # [T, B] bool
     extras: dict[str, np.ndarray]  # [T, B, ...]
-    final_obs: np.ndarray  # [K, ...]
+    final_obs: Tree  # [K, ...], per key as `obs`
     final_index: np.ndarray  # [K, 2] int64 (t, b)
     behaviour_version: int = 0  # learner version of the weights that acted
     env_slot: int = 0  # the run-wide slot of env column 0 (which actor's envs these are)

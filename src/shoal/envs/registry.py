@@ -45,10 +45,9 @@ import gymnasium as gym
 from shoal.envs.agent_rows import AgentRows
 from shoal.envs.config import EnvConfig
 from shoal.envs.observations import ConvertedObservations, ImageLayout, adapt_observations
-from shoal.envs.spec import EnvSpec
+from shoal.envs.spec import EnvFactory, EnvSpec
 from shoal.errors import EnvError, ShoalWarning, close_matches
 
-EnvFactory = Callable[[], gym.Env]
 MINATAR_PREFIX = "minatar:"
 VIZDOOM_PREFIX = "vizdoom:"
 

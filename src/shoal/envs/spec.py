@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +12,10 @@ import torch
 
 from shoal.envs.observations import is_text_space
 from shoal.errors import EnvError
+
+# A picklable callable that makes one environment. It lives here, not in the registry, so that
+# the vectors the registry builds can name it without importing the registry back.
+EnvFactory = Callable[[], gym.Env]
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,7 @@ from typing import Any, Literal
 import gymnasium as gym
 import numpy as np
 
-from shoal.envs.registry import EnvFactory
-from shoal.envs.spec import EnvSpec
+from shoal.envs.spec import EnvFactory, EnvSpec
 from shoal.envs.subprocess_worker import _Buffers, _Failure, _RemoteTraceback, _worker
 from shoal.envs.vector import VectorStep
 from shoal.errors import ConfigError, EnvError

@@ -16,7 +16,7 @@ from multiprocessing.shared_memory import SharedMemory
 import gymnasium as gym
 import numpy as np
 
-from shoal.envs.registry import EnvFactory
+from shoal.envs.spec import EnvFactory
 from shoal.errors import EnvError
 
 

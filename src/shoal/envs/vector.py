@@ -13,8 +13,7 @@ from typing import Protocol
 
 import numpy as np
 
-from shoal.envs.registry import EnvFactory
-from shoal.envs.spec import EnvSpec
+from shoal.envs.spec import EnvFactory, EnvSpec
 from shoal.errors import EnvError
 from shoal.tree import assign, leaves, map_tree
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from shoal import catalog, config, experiment
+from shoal.commandline import build_parser, split_section_overrides
 from shoal.errors import ConfigError
 from shoal.launch.render import check_text
 from shoal.runtime.config import RunConfig, parse_resources
@@ -93,8 +94,6 @@ class TrainJob:
 
 def parse_train_command(argv: Sequence[str], name: str | None = None) -> TrainJob:
     """The checked `shoal train ...` of `shoal launch TARGET ... -- shoal train ...`."""
-    from shoal import cli  # the same parser as `shoal train`'s, so a typo fails here, not later
-
     argv = list(argv)
     if argv[:2] != ["shoal", "train"]:
         raise ConfigError(
@@ -105,8 +104,9 @@ def parse_train_command(argv: Sequence[str], name: str | None = None) -> TrainJo
     for arg in argv[2:]:  # the command is written into the job's script or YAML
         check_text(arg, "The training command's argument")
     # --agent.* and --env.* are checked for form here and stay in the command as given.
-    rest, overrides = cli._split_section_overrides(argv[2:])
-    parsed = cli._parser().parse_args(["train", *rest])
+    # The same parser as `shoal train`'s, so a typo fails here, not later.
+    rest, overrides = split_section_overrides(argv[2:])
+    parsed = build_parser().parse_args(["train", *rest])
     run = {k[4:]: v for k, v in vars(parsed).items() if k.startswith("run.") and v is not None}
     if run.get("address"):
         raise ConfigError(

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from shoal.data import Adder, Table
+from shoal.data import Adder, Inserter
 from shoal.envs.registry import make_vector_env
 from shoal.runtime.collector import UnrollCollector
 from shoal.runtime.program import Program
@@ -45,7 +45,7 @@ def build_acting(
     net: Any,
     seed: int,
     actor: int,
-    policy_state: dict | None = None,
+    policy_state: dict[str, Any] | None = None,
     run_steps: int = 0,
 ) -> Acting:
     """Actor `actor`'s policy on `net` with its rows' store (slots `actor * E + j`), continuing
@@ -66,7 +66,7 @@ class Actor:
         self,
         collector: UnrollCollector,
         adder: Adder,
-        table: Table,
+        table: Inserter,
         weights: WeightsSource | None = None,
     ) -> None:
         self.collector, self.adder, self.table, self.weights = collector, adder, table, weights
@@ -101,10 +101,10 @@ def build_actor(
     program: Program,
     index: int,
     seed: int,
-    table: Table,
+    table: Inserter,
     weights: WeightsSource | None = None,
     net: Any = None,
-    policy_state: dict | None = None,
+    policy_state: dict[str, Any] | None = None,
     stop: Callable[[], bool] | None = None,
     run_steps: int = 0,
 ) -> Actor:

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from shoal.data import Adder, Table, Unroll
+from shoal.data import Adder, Inserter, Unroll
 from shoal.envs.vector import VectorEnv
 from shoal.runtime.actor import ActorStats
 from shoal.runtime.inference import InferenceServer, ServerStopped
@@ -119,9 +119,9 @@ class CentralActing:
         self,
         program: Program,
         net: Any,
-        tables: Sequence[Table],
+        tables: Sequence[Inserter],
         weights: Any,
-        policy_state: dict | None = None,
+        policy_state: dict[str, Any] | None = None,
         run_steps: int = 0,
     ) -> None:
         agent, config, run = program.agent, program.agent_config, program.run

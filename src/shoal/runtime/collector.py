@@ -67,6 +67,8 @@ class UnrollCollector:
         """
         acting, length = self.acting, self.length
         steps = Steps(env.spec, length, env.num_envs)
+        frames = steps.obs
+        assert isinstance(frames, np.ndarray)  # a split env's observations are one array
         version = acting.version
         rows = [np.arange(part.start, part.stop) for part in env.slices]
 
@@ -86,13 +88,13 @@ class UnrollCollector:
             for half, part in enumerate(env.slices):
                 if t > 0:
                     record(t - 1, half)
-                steps.obs[t, part] = self.obs[part]
+                frames[t, part] = self.obs[part]
                 env_actions, actions, extras = acting.act(self.obs[part], rows[half])
                 env.halves[half].send(env_actions)
                 steps.acted(t, actions, extras)
         for half in range(len(env.halves)):
             record(length - 1, half)
-        steps.obs[length] = self.obs
+        frames[length] = self.obs
         return steps.unroll(version, acting.slot_offset)
 
     def _episodes(self, step: VectorStep) -> None:

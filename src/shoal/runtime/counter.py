@@ -83,7 +83,13 @@ class Counter:
         target = self.config.stop_at_return
         full = len(self.recent_returns) == self.config.return_window
         mean = self.mean_return
-        if target is not None and self.target_reached_at is None and full and mean >= target:
+        if (
+            target is not None
+            and self.target_reached_at is None
+            and full
+            and mean is not None
+            and mean >= target
+        ):
             self.target_reached_at = time.time()
             self.target_reached_step = self.env_steps
 

@@ -11,8 +11,7 @@ from typing import NamedTuple
 import numpy as np
 from tqdm import tqdm
 
-from shoal.envs.registry import EnvFactory
-from shoal.envs.spec import EnvSpec
+from shoal.envs.spec import EnvFactory, EnvSpec
 from shoal.envs.vector import VectorEnv, in_process_vector_env
 from shoal.runtime.rows import Acting
 

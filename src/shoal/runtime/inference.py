@@ -179,7 +179,8 @@ class InferenceServer:
                 else:
                     self._cv.wait()
             # Whole calls, oldest first, up to max_batch observations (at least one call).
-            taken, count = [], 0
+            taken: list[_Call] = []
+            count = 0
             while self._waiting and (not taken or count + self._waiting[0].size <= self.max_batch):
                 call = self._waiting.pop(0)
                 taken.append(call)
@@ -207,7 +208,9 @@ class InferenceServer:
                 call.result = Served(env_actions, actions, extras, version)
                 call.done.set()
 
-    def _act(self, calls: list[_Call]) -> list[tuple[np.ndarray, np.ndarray, dict]]:
+    def _act(
+        self, calls: list[_Call]
+    ) -> list[tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]]:
         acting = self.acting
         for call in calls:
             if call.rewards is None:  # (re)connected: these rows start afresh

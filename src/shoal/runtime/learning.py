@@ -152,6 +152,6 @@ class LearnerLoop:
             row |= source()
         return row
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         with self.lock:
             return self.learner.state_dict()

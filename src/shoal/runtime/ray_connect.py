@@ -7,6 +7,7 @@ Nothing here imports Ray at module level: inline runs never load it.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import socket
@@ -105,7 +106,7 @@ def connect(address: str) -> None:
     import ray
 
     try:
-        ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+        ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
     except ConnectionError as err:  # e.g. the head went away since the check
         raise ConfigError(
             f"Could not join the Ray cluster at --address {address}: {str(err).rstrip('.')}. "
@@ -136,7 +137,7 @@ def start_local(num_cpus: int) -> None:
                     _node_ip_address="127.0.0.1",
                     num_cpus=num_cpus,
                     include_dashboard=False,
-                    logging_level="ERROR",
+                    logging_level=logging.ERROR,
                     log_to_driver=False,
                 )
                 return

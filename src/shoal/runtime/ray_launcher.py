@@ -159,7 +159,7 @@ def _launch(
             ray.kill(handle)
 
 
-def _start_shards(ray: Any, program: Program, prefix: str) -> list:
+def _start_shards(ray: Any, program: Program, prefix: str) -> list[Any]:
     """The data path's table shards as Ray actors, placed by the replay_* settings."""
     run = program.run
     options = {
@@ -183,7 +183,7 @@ def _start_shards(ray: Any, program: Program, prefix: str) -> list:
 
 def _start_actors(
     ray: Any, program: Program, driver: Driver, prefix: str, shards: int, central: bool
-) -> list:
+) -> list[Any]:
     run = program.run
     actor_class = _options(
         ray.remote(EnvActorProcess if central else ActorProcess),
@@ -226,7 +226,7 @@ def _options(remote_class: Any, **options: Any) -> Any:
         return remote_class.options(**options)
 
 
-def _roles(learner: Any, actors: list, shards: list) -> dict[str, Any]:
+def _roles(learner: Any, actors: list[Any], shards: list[Any]) -> dict[str, Any]:
     """Each role's handle by its name in ray_actors.json: learner, actorI, replayI."""
     roles = {"learner": learner, **{f"actor{i}": a for i, a in enumerate(actors)}}
     return roles | {f"replay{i}": shard for i, shard in enumerate(shards)}
@@ -237,7 +237,7 @@ def _kind(role: str) -> str:
     return role.rstrip("0123456789")
 
 
-def _record_placement(ray: Any, program: Program, roles: dict[str, Any]) -> dict:
+def _record_placement(ray: Any, program: Program, roles: dict[str, Any]) -> dict[str, Any]:
     """Write where each role runs (process id, Ray node) to the run directory; return it."""
     where = ray.get([handle.where.remote() for handle in roles.values()])
     addresses = node_addresses(ray)
@@ -249,11 +249,11 @@ def _record_placement(ray: Any, program: Program, roles: dict[str, Any]) -> dict
     return placement
 
 
-def _write_placement(program: Program, placement: dict) -> None:
+def _write_placement(program: Program, placement: dict[str, Any]) -> None:
     write_atomically(program.run_dir / PLACEMENT_FILE, json.dumps(placement, indent=2))
 
 
-def _wait_placed(ray: Any, handles: list) -> None:
+def _wait_placed(ray: Any, handles: list[Any]) -> None:
     _, pending = ray.wait(
         [h.__ray_ready__.remote() for h in handles],
         num_returns=len(handles),
@@ -273,7 +273,12 @@ class _Loop:
     restarted actors and replay shards back in."""
 
     def __init__(
-        self, ray: Any, driver: Driver, roles: dict[str, Any], central: bool, placement: dict
+        self,
+        ray: Any,
+        driver: Driver,
+        roles: dict[str, Any],
+        central: bool,
+        placement: dict[str, Any],
     ):
         self.ray, self.driver, self.roles, self.central = ray, driver, roles, central
         self.learner = roles["learner"]
@@ -437,10 +442,11 @@ class _Loop:
             with contextlib.suppress(self.ray.exceptions.RayError):
                 self.ray.get(ref)  # what ended the run is said once, by the caller
 
-    def learner_state(self) -> dict:
-        return self.from_learner(self.learner.state_dict.remote())
+    def learner_state(self) -> dict[str, Any]:
+        state: dict[str, Any] = self.from_learner(self.learner.state_dict.remote())
+        return state
 
-    def learned(self, result: tuple) -> None:
+    def learned(self, result: tuple[Any, ...]) -> None:
         updates, metrics, lag, stats = result
         for item in stats:  # central inference: unrolls the server finished
             self.driver.add_experience(item)

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from shoal.agents.base import continue_from, learning_rates
+from shoal.data import Inserter
 from shoal.envs.registry import make_vector_env
 from shoal.runtime.actor import ActorStats, build_actor
 from shoal.runtime.central import CentralActing, EnvLoop, EnvStep
@@ -63,18 +64,18 @@ class LearnerProcess:
     def __init__(
         self,
         program: Program,
-        state: dict | None,
+        state: dict[str, Any] | None,
         steps: int,
         threads: int,
         shards: list[str],
         central: bool,
-        policy_state: dict | None = None,
+        policy_state: dict[str, Any] | None = None,
     ) -> None:
         """`steps`: env steps of the run so far (a resumed run's); `shards`: table shards' names;
         `policy_state`: the checkpointed policies' state (for the central server's policy)."""
         import ray
 
-        shards = [ray.get_actor(name) for name in shards]
+        handles = [ray.get_actor(name) for name in shards]
         torch.set_num_threads(threads)
         torch.manual_seed(program.seed)
         device = program.learner_device()
@@ -82,16 +83,16 @@ class LearnerProcess:
         if state is not None:
             learner.load_state_dict(state)
         data_path = program.data_path()
-        if shards:
-            self.table: Any = ShardedTables(shards, data_path.merge_stats, program.seed)
+        if handles:
+            self.table: Any = ShardedTables(handles, data_path.merge_stats, program.seed)
         else:
             self.table = data_path.make_table(1, program.seed)
         self.hub = None
-        sources: tuple = ()
+        sources: tuple[Any, ...] = ()
         if central:  # the server, in this process, takes the weights as tensors
             self.board = WeightsBoard()
             net = program.agent.make_networks(program.spec, program.agent_config).to(device)
-            tables = [RemoteTable(shard) for shard in shards] or [self.table]
+            tables: list[Inserter] = [RemoteTable(shard) for shard in handles] or [self.table]
             self.hub = CentralActing(program, net, tables, self.board, policy_state, steps)
             sources = (self.hub.metrics,)
         else:  # actors in other processes fetch them from the object store
@@ -119,7 +120,7 @@ class LearnerProcess:
         `order`: see `InsertOrder`."""
         return self.order.apply(order, partial(self.table.insert, items, version, block, steps))
 
-    def published(self, have: int) -> tuple[int, list] | None:
+    def published(self, have: int) -> tuple[int, list[Any]] | None:
         return self.board.take(have)
 
     def step(self, message: EnvStep) -> np.ndarray | None:
@@ -129,7 +130,9 @@ class LearnerProcess:
 
     # The driver's calls.
 
-    def learn(self, time_progress: float) -> tuple[int, dict | None, float, list[ActorStats]]:
+    def learn(
+        self, time_progress: float
+    ) -> tuple[int, dict[str, Any] | None, float, list[ActorStats]]:
         """Updates for about `LEARN_SECONDS`: how many, the metrics, the lag, and (central) the
         counts of the unrolls the server finished. `time_progress`: the fraction of `max_time`
         used."""
@@ -142,20 +145,21 @@ class LearnerProcess:
         stats = self.hub.drain() if self.hub is not None else []
         return updates, metrics, self.loop.lag, stats
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         return self.loop.state_dict()
 
     # `shoal tune`'s calls, made while the driver waits between two metrics rows (no learn
     # call in flight).
 
-    def take_state(self, state: dict) -> None:
+    def take_state(self, state: dict[str, Any]) -> None:
         """Continue from another member's learner state (a PBT exploit), published at once."""
         continue_from(self.loop.learner, state)
         self.board.offer(self.loop.learner)
 
     def apply_settings(self, config: Any) -> None:
         """Learn with `config` from now on (`Learner.apply_settings`)."""
-        self.loop.learner.apply_settings(config)
+        # Optional in the Learner protocol: only agents that name `Agent.mutable` have it.
+        self.loop.learner.apply_settings(config)  # type: ignore[attr-defined]
 
     def learning_rates(self) -> list[float]:
         return learning_rates(self.loop.learner)
@@ -180,7 +184,7 @@ class ActorProcess:
         seed: int,
         table: str,
         learner: str,
-        policy_state: dict | None = None,
+        policy_state: dict[str, Any] | None = None,
         run_steps: int = 0,
     ) -> None:
         """`policy_state`: the checkpointed policies' state the actor's policy continues from

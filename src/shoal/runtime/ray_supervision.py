@@ -29,7 +29,12 @@ class Outages:
     again, until then the role is pending and the run goes on with the others."""
 
     def __init__(
-        self, ray: Any, driver: Driver, placement: dict, roles: list[str], unroll_steps: int
+        self,
+        ray: Any,
+        driver: Driver,
+        placement: dict[str, Any],
+        roles: list[str],
+        unroll_steps: int,
     ) -> None:
         self.ray, self.driver, self.placement = ray, driver, placement
         self.roles, self.unroll_steps = roles, unroll_steps
@@ -109,7 +114,7 @@ def _address(ray: Any, node: str) -> str | None:
     return node_addresses(ray).get(node)
 
 
-def _describe(placed: dict) -> str:
+def _describe(placed: dict[str, Any]) -> str:
     address = placed.get("address")
     node = f"node {placed['node_id'][:12]}"
     return f"{node} ({address})" if address else node
@@ -127,7 +132,7 @@ class LearnerDied(Exception):
 
 
 def restart_from_checkpoint(
-    ray: Any, driver: Driver, learner: Any, placement: dict, restarts: int
+    ray: Any, driver: Driver, learner: Any, placement: dict[str, Any], restarts: int
 ) -> tuple[dict[str, Any] | None, float, dict[str, int]]:
     """After the learner's process died: what the next attempt starts from (the newest
     checkpoint, the command's start, the event counts), said in one line with the steps lost;

@@ -8,6 +8,7 @@ episode with the learner's current weights, played in the driver's process, into
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,7 +97,7 @@ def _play_one(
         action = acting.act(batch)[0][0]
         env_action = int(action) if spec.discrete else action
         obs, reward, terminated, truncated, _ = _call(
-            spec, "step", length, lambda a=env_action: env.step(a)
+            spec, "step", length, functools.partial(env.step, env_action)
         )
         rewards = np.array([reward], np.float32)
         check_finite(spec, batch, rewards, length)

@@ -130,7 +130,9 @@ class Acting:
             return slots
         return self.slot_offset + index
 
-    def observe(self, rewards: np.ndarray, ended: np.ndarray, rows: np.ndarray | None = None):
+    def observe(
+        self, rewards: np.ndarray, ended: np.ndarray, rows: np.ndarray | None = None
+    ) -> None:
         """What the rows' last actions led to: `rewards [n]` and which episodes ended there
         (`terminated | truncated`); those rows start afresh at their next `act`."""
         rewards, ended = np.asarray(rewards, np.float32), np.asarray(ended, bool)

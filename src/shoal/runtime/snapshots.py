@@ -101,31 +101,35 @@ class ReplaySnapshots:
         absent = {i: why for i, why in enumerate(sizes) if isinstance(why, str) and self._has(i)}
         sizes = [
             self.kept[i].stat().st_size if i in absent else size for i, size in enumerate(sizes)
-        ]  # type: ignore[union-attr]
+        ]
         failed = _failures(sizes)
         if failed:
-            return self._skip("failed", f"its size is unknown ({failed})")
+            self._skip("failed", f"its size is unknown ({failed})")
+            return None
         total = sum(size for size in sizes if isinstance(size, int))
         if total > run.replay_snapshot_budget * GB:
-            return self._skip(
+            self._skip(
                 "budget",
                 f"the replay takes {total / GB:.2f} GB, over --replay-snapshot-budget "
                 f"{run.replay_snapshot_budget:g} (GB)",
             )
+            return None
         free = shutil.disk_usage(directory).free
         if free < total + DISK_HEADROOM:
-            return self._skip(
+            self._skip(
                 "disk", f"it takes {total / GB:.2f} GB and the disk has {free / GB:.2f} GB free"
             )
+            return None
         paths = snapshot_paths(directory, env_steps, len(sizes))
         results = self.tables.write(paths)
         for i in absent:
-            results[i] = _carry(self.kept[i], paths[i])  # type: ignore[arg-type]
+            results[i] = _carry(self.kept[i], paths[i])
         failed = _failures(results)
         if failed:
             for path in paths:
                 path.unlink(missing_ok=True)
-            return self._skip("failed", f"it could not be written ({failed})")
+            self._skip("failed", f"it could not be written ({failed})")
+            return None
         self._skipped = None
         if absent.keys() != self._absent:
             for i, why in absent.items():

@@ -24,11 +24,11 @@ import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-from shoal.data import Batch
+from shoal.data import Batch, ReplayTable
 from shoal.errors import ShoalError, user_error
 from shoal.run.checkpoints import load_latest
 from shoal.runtime.program import Program
@@ -101,7 +101,9 @@ class TableProcess:
     ) -> None:
         """`checkpoints`: the run's checkpoint folder, absolute (a Ray worker's working
         directory is not the driver's), where a restarted shard finds its snapshot."""
-        self.table = program.data_path().make_table(shards, program.seed + 7919 * (index + 1))
+        # Replay is what is sharded into processes (Ape-X, --replay-shards): a ReplayTable.
+        table = program.data_path().make_table(shards, program.seed + 7919 * (index + 1))
+        self.table = cast(ReplayTable, table)
         self.order = InsertOrder()  # actors' inserts: once each, in order
         # A restarted shard: what it came back with (`recovery`). The first start is restored
         # by the driver instead, from the checkpoint being resumed, before any actor inserts.
@@ -211,7 +213,7 @@ class RemoteShards:
         calls = [getattr(handle, method).remote(str(path.resolve())) for handle, path in pairs]
         return self._answers(calls)
 
-    def _answers(self, calls: list) -> list:
+    def _answers(self, calls: list[Any]) -> list[Any]:
         """Each call's answer, or why there is none: a shard whose process died or is
         restarting fails its snapshot, not the run."""
         answers = []
