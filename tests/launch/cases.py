@@ -7,6 +7,8 @@ from pathlib import Path
 ROOT = Path(__file__).parents[2]
 GOLDEN = Path(__file__).parent / "golden"
 PROFILE = str(ROOT / "examples" / "profiles" / "cluster.yaml")
+# The Ray token the tests launch with; the golden files hold "<auth-token>" in its place.
+TOKEN = "test-token-0123456789abcdef"
 TRAIN = ["shoal", "train", "apex", "--env", "ALE/Pong-v5", "--runtime", "ray", "--profile", PROFILE]
 
 # target -> (its options, the training command): one case per target, with its own options set.

@@ -9,13 +9,15 @@ import pytest
 
 from shoal.cli import main
 
-from .cases import CASES, target_of
+from .cases import CASES, TOKEN, target_of
 from .slurm_cluster import SlurmCluster, missing
 
 
 @pytest.fixture
-def launched(tmp_path, capsys):
-    """launched(case) -> the folder `shoal launch` wrote for that case."""
+def launched(tmp_path, capsys, monkeypatch):
+    """launched(case) -> the folder `shoal launch` wrote for that case, with the Ray token
+    pinned (RAY_AUTH_TOKEN), so that what is written is the same every time."""
+    monkeypatch.setenv("RAY_AUTH_TOKEN", TOKEN)
 
     def run(case: str, *extra: str) -> Path:
         options, train = CASES[case]

@@ -44,6 +44,24 @@ def test_the_rayjob_manifest_matches_the_rayjob_schema(launched):
     assert json.loads(json.loads(groups[2]["rayStartParams"]["resources"])) == {"big_memory": 1}
 
 
+def test_the_secret_is_the_one_every_pod_of_the_rayjob_names(launched):
+    out = launched("k8s")
+    manifest = yaml.safe_load((out / "rayjob.yaml").read_text())
+    secret = yaml.safe_load((out / "ray-auth-secret.yaml").read_text())
+    assert (secret["apiVersion"], secret["kind"], secret["type"]) == ("v1", "Secret", "Opaque")
+    assert secret["metadata"]["namespace"] == manifest["metadata"]["namespace"] == "rl"
+    assert set(secret["stringData"]) == {"auth_token"}
+    spec = manifest["spec"]
+    pods = [spec["rayClusterSpec"]["headGroupSpec"]["template"], spec["submitterPodTemplate"]]
+    pods += [g["template"] for g in spec["rayClusterSpec"]["workerGroupSpecs"]]
+    for pod in pods:
+        env = {e["name"]: e for e in pod["spec"]["containers"][0]["env"]}
+        assert env["RAY_AUTH_MODE"]["value"] == "token"
+        ref = env["RAY_AUTH_TOKEN"]["valueFrom"]["secretKeyRef"]
+        assert (ref["name"], ref["key"]) == (secret["metadata"]["name"], "auth_token")
+    assert spec["submitterPodTemplate"]["spec"]["restartPolicy"] == "Never"  # as KubeRay's own
+
+
 @pytest.mark.parametrize(
     "break_it",
     [
@@ -52,6 +70,9 @@ def test_the_rayjob_manifest_matches_the_rayjob_schema(launched):
         lambda m: m["spec"]["rayClusterSpec"]["workerGroupSpecs"][0].pop("groupName"),
         lambda m: m["spec"]["rayClusterSpec"]["headGroupSpec"]["rayStartParams"].update(x=1),
         lambda m: m["metadata"].update(name="Shoal_Job"),
+        lambda m: m["spec"]["submitterPodTemplate"]["spec"]["containers"][0]["env"][1].update(
+            valueFromm={}  # a misspelt key: the token would silently not reach the pod
+        ),
     ],
 )
 def test_the_schema_refuses_a_broken_manifest(launched, break_it):
@@ -66,8 +87,12 @@ def test_the_schema_refuses_a_broken_manifest(launched, break_it):
 def test_the_cluster_configs_pass_rays_own_validation(launched, target):
     from ray.autoscaler._private.util import prepare_config, validate_config
 
-    config = yaml.safe_load((launched(target) / "cluster.yaml").read_text())
+    out = launched(target)
+    config = yaml.safe_load((out / "cluster.yaml").read_text())
     validate_config(prepare_config(copy.deepcopy(config)))
+    # Token authentication: the token file goes to Ray's default path on every node.
+    assert config["file_mounts"] == {"~/.ray/auth_token": str((out / "ray_auth_token").absolute())}
+    assert "--env RAY_AUTH_MODE=token" in config["docker"]["run_options"]
     types = config["available_node_types"]
     assert types["head"]["resources"] == {"CPU": 0}
     assert types["replay"]["resources"]["big_memory"] >= 4  # the shards' custom resource

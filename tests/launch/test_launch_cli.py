@@ -106,7 +106,7 @@ def _fake_tool(tmp_path, name: str, exit_code: int = 0) -> str:
     ("target", "options", "tool", "expected"),
     [
         ("slurm", [], "sbatch", ["{out}/shoal.sbatch"]),
-        ("k8s", [], "kubectl", ["apply -f {out}/rayjob.yaml"]),
+        ("k8s", [], "kubectl", ["apply -f {out}/ray-auth-secret.yaml -f {out}/rayjob.yaml"]),
         (
             "vertex",
             ["--region", "europe-west4"],

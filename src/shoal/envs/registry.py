@@ -210,6 +210,13 @@ def _import_callable(path: str) -> Callable[[], object]:
         module = importlib.import_module(module_name)
     except ImportError as err:
         raise EnvError(f"Cannot import module {module_name!r} for env {path!r}: {err}") from None
+    except (Exception, SystemExit) as err:  # the module's own code failed while importing
+        what = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+        raise EnvError(
+            f"Importing module {module_name!r} for env {path!r} raised {what}. The error is "
+            f"in that module's own code, run when it is imported: `python -c 'import "
+            f"{module_name}'` shows where."
+        ) from None
     factory = getattr(module, attr, None)
     if not callable(factory):
         raise EnvError(f"{module_name!r} has no callable {attr!r} to make env {path!r}.")

@@ -18,13 +18,14 @@ MACHINES = {
 GPU_MACHINE = "g4dn.2xlarge"
 
 
-def config(job: TrainJob, options: cloud.CloudOptions) -> dict[str, Any]:
+def config(job: TrainJob, options: cloud.CloudOptions, out: Path) -> dict[str, Any]:
+    """The cluster config for files written to `out`."""
     region = options.region or "us-west-2"
     machines = dict(MACHINES)
     if job.roles["learner"].gpus and "learner" not in options.machines:
         machines["learner"] = GPU_MACHINE
     provider = {"type": "aws", "region": region, "cache_stopped_nodes": False}
-    return cloud.cluster_config(job, options, provider, _node_config, machines)
+    return cloud.cluster_config(job, out, options, provider, _node_config, machines)
 
 
 def _node_config(role: str, machine: str, gpus: int) -> dict[str, Any]:
@@ -34,5 +35,5 @@ def _node_config(role: str, machine: str, gpus: int) -> dict[str, Any]:
     }
 
 
-def write(job: TrainJob, out: Path, options: cloud.CloudOptions) -> list[Path]:
-    return cloud.write(job, out, config(job, options), "aws")
+def write(job: TrainJob, out: Path, options: cloud.CloudOptions, token: str) -> list[Path]:
+    return cloud.write(job, out, config(job, options, out), "aws", token)

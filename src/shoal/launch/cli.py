@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from shoal.errors import ConfigError, ShoalError
-from shoal.launch import aws, cloud, gcp, images, k8s, slurm, vertex
+from shoal.launch import auth, aws, cloud, gcp, images, k8s, slurm, vertex
 from shoal.launch.job import TrainJob, parse_train_command
 from shoal.launch.render import role_values
 
@@ -107,7 +107,7 @@ def main(argv: Sequence[str]) -> int:
     out = Path(args.out or f"launch-{args.target}")
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file; name a folder to write into.")
-    write, submit = _target(args, job)
+    write, submit = _target(args, job, out)
     commands = submit(None) if args.submit else []
     for command in commands[:1]:
         if shutil.which(command[0]) is None:
@@ -127,9 +127,10 @@ def main(argv: Sequence[str]) -> int:
     return 0
 
 
-def _target(args: argparse.Namespace, job: TrainJob):  # type: ignore[no-untyped-def]
+def _target(args: argparse.Namespace, job: TrainJob, out: Path):  # type: ignore[no-untyped-def]
     """(write(out) -> files, submit(files) -> commands) for args.target; options are checked
-    here, before anything is written."""
+    here, before anything is written. Every target but Slurm (whose job makes its own) gets
+    the Ray token here: RAY_AUTH_TOKEN, or a new one."""
     if args.target == "slurm":
         options = slurm.SlurmOptions(
             **{
@@ -152,9 +153,10 @@ def _target(args: argparse.Namespace, job: TrainJob):  # type: ignore[no-untyped
             }
         )
         k8s.manifest(job, options_k8s)
+        token = auth.token()
         return (
-            lambda out: k8s.write(job, out, options_k8s),
-            lambda files: [k8s.submit_command(files or [Path(k8s.MANIFEST)])],
+            lambda out: k8s.write(job, out, options_k8s, token),
+            lambda files: [k8s.submit_command(files or [Path(k8s.SECRET), Path(k8s.MANIFEST)])],
         )
     roles = [*(["head"] if args.target != "vertex" else []), *job.roles]
     options_cloud = cloud.CloudOptions(
@@ -164,16 +166,17 @@ def _target(args: argparse.Namespace, job: TrainJob):  # type: ignore[no-untyped
         machines=role_values(args.machine or [], roles, "--machine"),
         project=args.project,
     )
+    token = auth.token()
     if args.target == "vertex":
-        vertex.spec(job, options_cloud)  # mistakes fail before anything is written
+        vertex.spec(job, options_cloud, token)  # mistakes fail before anything is written
         return (
-            lambda out: vertex.write(job, out, options_cloud),
+            lambda out: vertex.write(job, out, options_cloud, token),
             lambda files: [vertex.submit_command(job, files or [Path(vertex.JOB)], options_cloud)],
         )
     module = gcp if args.target == "gcp" else aws
-    module.config(job, options_cloud)
+    module.config(job, options_cloud, out)
     return (
-        lambda out: module.write(job, out, options_cloud),
+        lambda out: module.write(job, out, options_cloud, token),
         lambda files: cloud.submit_commands(job, files or [Path(cloud.CLUSTER)]),
     )
 

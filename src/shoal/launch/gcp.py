@@ -21,7 +21,8 @@ ACCELERATOR = "nvidia-tesla-t4"
 VM_IMAGE = "projects/deeplearning-platform-release/global/images/family/common-cpu"
 
 
-def config(job: TrainJob, options: cloud.CloudOptions) -> dict[str, Any]:
+def config(job: TrainJob, options: cloud.CloudOptions, out: Path) -> dict[str, Any]:
+    """The cluster config for files written to `out`."""
     if not options.project:
         raise ConfigError(
             "shoal launch gcp needs --project PROJECT_ID: the Google Cloud project the "
@@ -34,7 +35,7 @@ def config(job: TrainJob, options: cloud.CloudOptions) -> dict[str, Any]:
         "availability_zone": f"{region}-a",
         "project_id": options.project,
     }
-    return cloud.cluster_config(job, options, provider, _node_config, MACHINES)
+    return cloud.cluster_config(job, out, options, provider, _node_config, MACHINES)
 
 
 def _node_config(role: str, machine: str, gpus: int) -> dict[str, Any]:
@@ -56,5 +57,5 @@ def _node_config(role: str, machine: str, gpus: int) -> dict[str, Any]:
     return node
 
 
-def write(job: TrainJob, out: Path, options: cloud.CloudOptions) -> list[Path]:
-    return cloud.write(job, out, config(job, options), "gcp")
+def write(job: TrainJob, out: Path, options: cloud.CloudOptions, token: str) -> list[Path]:
+    return cloud.write(job, out, config(job, options, out), "gcp", token)
