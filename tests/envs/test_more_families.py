@@ -18,7 +18,7 @@ from shoal.envs.dm_control_suite import dm_control_tasks
 from shoal.envs.families import describe_families
 from shoal.envs.registry import env_spec, make_env, resolve_env
 from shoal.envs.unavailable import UNAVAILABLE_FAMILIES
-from shoal.errors import EnvError, ShoalWarning
+from shoal.errors import ConfigError, EnvError, ShoalWarning
 
 
 def _rollout(env: gym.Env, seed: int, steps: int) -> list[np.ndarray]:
@@ -171,6 +171,30 @@ def test_dm_control_has_ppo_and_sac_presets(dm_control):
         resolved = experiment.resolve(algo, SWINGUP)
         assert resolved.run.total_steps == catalog.presets(algo)[SWINGUP]["run"]["total_steps"]
     assert experiment.resolve("sac", SWINGUP).run.total_steps == 500_000
+
+
+def test_the_ppo_preset_of_a_dm_control_task_takes_its_pixels(dm_control):
+    # Issue 35, item 15: `--env.dm-control-pixels true` was refused by the preset's
+    # normalize_obs (a running norm of float vectors, not of uint8 frames).
+    from shoal.agents.ppo import AGENT
+    from shoal.envs.spec import EnvSpec
+
+    walker = "dm_control:walker-walk"
+    states = experiment.resolve("ppo", walker)
+    pixels = experiment.resolve("ppo", walker, env_overrides={"dm_control_pixels": True})
+    assert states.agent_config.normalize_obs and states.agent_config.normalize_reward
+    assert not pixels.agent_config.normalize_obs and pixels.agent_config.normalize_reward
+    assert pixels.run == states.run  # the rest of the preset applies as it is
+    frame = gym.spaces.Box(0, 255, (3, 84, 84), np.uint8)
+    actions = gym.spaces.Box(-1.0, 1.0, (6,), np.float32)
+    net = AGENT.make_networks(EnvSpec(walker, frame, actions), pixels.agent_config)
+    assert net.obs_norm is None
+    explicit = {"normalize_obs": True}  # asked for by name: still refused, saying why
+    asked = experiment.resolve(
+        "ppo", walker, agent_overrides=explicit, env_overrides={"dm_control_pixels": True}
+    )
+    with pytest.raises(ConfigError, match="normalize_obs works on float Box"):
+        AGENT.make_networks(EnvSpec(walker, frame, actions), asked.agent_config)
 
 
 # ---- MiniGrid: ids resolve directly, the index image one-hot, the mission dropped -----------
