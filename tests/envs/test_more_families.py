@@ -274,6 +274,43 @@ def test_a_minigrid_env_object_and_an_imported_id_are_converted_the_same(minigri
     assert imported.observation_space == by_id.observation_space
 
 
+def test_minigrid_under_img_obs_wrapper_is_read_as_indices_not_pixels(minigrid, tmp_path):
+    # Issue 35, item 18: ImgObsWrapper's image alone (space 0-255) was scaled as pixels by
+    # 1/255, a near-constant input: PPO's greedy policy scored 0.00 with no warning.
+    from minigrid.wrappers import FullyObsWrapper, ImgObsWrapper
+
+    import shoal
+    from shoal.envs.registry import source_of, spec_of_source
+
+    wrapped = ImgObsWrapper(gym.make(DOORKEY))
+    spec = spec_of_source(source_of(wrapped))
+    assert spec.observation_space == gym.spaces.Box(0.0, 1.0, (20, 7, 7), np.float32)
+    # The same planes as the image of the id's own Dict observation, step by step.
+    ours = source_of(wrapped).factory()
+    theirs = make_env(DOORKEY)
+    obs, _ = ours.reset(seed=3)
+    reference, _ = theirs.reset(seed=3)
+    np.testing.assert_array_equal(obs, reference["image"])
+    for action in (2, 1, 2, 0):
+        obs = ours.step(action)[0]
+        np.testing.assert_array_equal(obs, theirs.step(action)[0]["image"])
+    # A fully observed grid is not indices (the direction sits in a state channel): as before.
+    fully = ImgObsWrapper(FullyObsWrapper(gym.make(DOORKEY)))
+    assert spec_of_source(source_of(fully)).observation_space.dtype == np.uint8
+    # A policy trained on it acts on what the wrapped env returns.
+    run = {"runs_dir": str(tmp_path), "progress": False, "tensorboard": False}
+    result = shoal.train(
+        "ppo",
+        wrapped,
+        total_steps=256,
+        run={**run, "num_envs": 2, "eval_episodes": 0},
+        agent={"rollout_length": 64, "minibatch_size": 64},
+    )
+    policy = shoal.load(result.run_dir)
+    raw, _ = wrapped.reset(seed=0)
+    assert raw.shape == (7, 7, 3) and 0 <= int(policy.act(raw)) < 7
+
+
 def test_a_mistyped_minigrid_id_gets_close_matches(minigrid):
     with pytest.raises(EnvError, match="Did you mean 'MiniGrid-DoorKey-5x5-v0'"):
         resolve_env("MiniGrid-DoorKye-5x5-v0")
