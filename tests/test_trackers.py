@@ -4,6 +4,7 @@ file store) are read back, imported only when chosen, and continued by --resume.
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 import struct
 import subprocess
@@ -279,3 +280,39 @@ def test_loggers_default_and_the_older_tensorboard_flag():
     assert RunConfig().loggers == ("tensorboard", "jsonl")
     assert RunConfig(tensorboard=False).loggers == ("jsonl",)
     assert RunConfig(logger=("csv", "csv", "wandb")).loggers == ("csv", "wandb")
+
+
+def test_mlflow_logs_the_config_and_videos_as_artifacts(tracker_env):
+    # Issue 35, item 13: no artifacts were logged.
+    from mlflow.tracking import MlflowClient
+
+    run_dir = tracker_env / "run"
+    (run_dir / "videos").mkdir(parents=True)
+    (run_dir / "config.yaml").write_text("algo: ppo\nenv: CartPole-v1\nseed: 0\n")
+    (run_dir / "videos" / "step-000000000100.mp4").write_bytes(b"not really a video")
+    writer = MetricsWriter(run_dir, ["mlflow"], resume_step=0)
+    writer.write({"env_steps": 100, "loss": 1.0})
+    writer.close(ok=True)
+    client = MlflowClient()
+    run_id = ids(run_dir)["mlflow"]
+    listed = {a.path for a in client.list_artifacts(run_id)}
+    assert listed == {"config.yaml", "videos"}
+    (video,) = client.list_artifacts(run_id, "videos")
+    assert video.path == "videos/step-000000000100.mp4"
+    here = Path(client.download_artifacts(run_id, "config.yaml", str(tracker_env)))
+    assert here.read_text() == (run_dir / "config.yaml").read_text()
+
+
+def test_mlflow_stores_that_do_not_open_say_what_to_set(tmp_path, monkeypatch, capsys):
+    # Issue 35, item 13: after the dev install (mlflow-skinny) MLflow's default store does not
+    # open, and MLflow 3 refuses a file store without MLFLOW_ALLOW_FILE_STORE.
+    runs = tmp_path / "runs"
+    argv = train_argv(runs, "--logger", "mlflow", "--progress", "false")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", (tmp_path / "mlruns").as_uri())
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    _refused(capsys, argv, "MLFLOW_ALLOW_FILE_STORE=true in the environment")
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    if importlib.util.find_spec("sqlalchemy") is None:  # mlflow-skinny, as the dev extra has
+        _refused(capsys, argv, "pip install 'shoal[mlflow]'", "MLFLOW_ALLOW_FILE_STORE=true")
+    assert list(runs.iterdir()) == []
