@@ -17,7 +17,7 @@ import shoal
 from shoal.cli import main
 from shoal.runtime.config import RunConfig
 from shoal.telemetry import MetricsWriter, read_metrics
-from shoal.telemetry.trackers import CsvTracker, scalars
+from shoal.telemetry.trackers import CsvTracker, scalars, tensorboard_tag
 
 pytest.importorskip("wandb")
 pytest.importorskip("mlflow")
@@ -124,6 +124,14 @@ def mlflow_history(run_id):
     return run.info.status, run.data.params, history
 
 
+def grouped(rows):
+    """`expected` rows with their keys as TensorBoard and W&B group them (`train/loss`)."""
+    return {
+        step: {tensorboard_tag(key): value for key, value in numbers.items()}
+        for step, numbers in rows.items()
+    }
+
+
 def assert_same_rows(received, rows):
     """The same steps, the same keys at each step, the same numbers."""
     assert sorted(received) == sorted(rows)
@@ -142,7 +150,9 @@ def test_wandb_mlflow_and_csv_receive_the_rows_of_metrics_jsonl(tracker_env):
 
     ((wandb_id, wandb_rows),) = wandb_runs(run_dir)
     assert wandb_id == ids(run_dir)["wandb"]
-    assert_same_rows(wandb_rows, rows)
+    # Issue 35, item 19: W&B's keys are grouped as TensorBoard's (they were plain).
+    assert_same_rows(wandb_rows, grouped(rows))
+    assert "train/policy_loss" in wandb_rows[max(rows)]
 
     status, params, mlflow_rows = mlflow_history(ids(run_dir)["mlflow"])
     assert status == "FINISHED"
@@ -171,7 +181,7 @@ def test_a_resumed_run_continues_the_same_wandb_and_mlflow_runs(tracker_env):
     (id_1, history_1), (id_2, history_2) = wandb_runs(run_dir)
     assert id_1 == id_2 == first_ids["wandb"]  # `wandb sync` appends the second to the first
     assert max(history_1) == before and min(history_2) > before
-    assert_same_rows({**history_1, **history_2}, rows)
+    assert_same_rows({**history_1, **history_2}, grouped(rows))
 
     status, _, mlflow_rows = mlflow_history(first_ids["mlflow"])
     assert status == "FINISHED"
@@ -316,3 +326,28 @@ def test_mlflow_stores_that_do_not_open_say_what_to_set(tmp_path, monkeypatch, c
     if importlib.util.find_spec("sqlalchemy") is None:  # mlflow-skinny, as the dev extra has
         _refused(capsys, argv, "pip install 'shoal[mlflow]'", "MLFLOW_ALLOW_FILE_STORE=true")
     assert list(runs.iterdir()) == []
+
+
+def test_tensorboard_keeps_the_checkpoint_steps_row_and_evaluation_after_a_resume(tmp_path):
+    # Issue 35, item 19: TensorBoard purged the resumed checkpoint's own step (its final row
+    # and evaluation), which metrics.jsonl and MLflow keep.
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    run = {
+        "runs_dir": str(tmp_path / "runs"),
+        "progress": False,
+        "log_interval": 256,
+        "num_envs": 4,
+        "eval_episodes": 2,
+        "total_steps": 512,
+    }
+    first = shoal.train("ppo", "CartPole-v1", run=run, agent={"rollout_length": 64})
+    end = first.env_steps
+    shoal.train(resume=first.run_dir, run={"total_steps": 1024})
+    jsonl = {r["env_steps"] for r in read_metrics(first.run_dir / "metrics.jsonl")}
+    events = EventAccumulator(str(first.run_dir / "tb")).Reload()
+    for tag in ("rollout/return_mean", "eval/return_mean"):
+        steps = [e.step for e in events.Scalars(tag)]
+        assert end in steps, (tag, steps)
+        assert len(steps) == len(set(steps))  # each step once
+    assert {e.step for e in events.Scalars("perf/time")} == jsonl

@@ -3,8 +3,10 @@ and MLflow.
 
 Every tracker is fed the same rows, one `write(row)` call per row, the step being the row's
 `env_steps`. A row's non-finite numbers arrive as None (jsonl writes null, csv an empty cell;
-TensorBoard, W&B and MLflow skip them). W&B and MLflow are imported only when chosen, and
-`check_installed` refuses a chosen one that is not installed before a run directory exists.
+TensorBoard, W&B and MLflow skip them). TensorBoard and W&B group the keys into sections
+(`tensorboard_tag`); jsonl, csv and MLflow keep the plain keys. W&B and MLflow are imported
+only when chosen, and `check_installed` refuses a chosen one that is not installed before a
+run directory exists.
 Their run ids are kept in `RUN_DIR/trackers.json`, so `shoal train --resume` continues the same
 W&B and MLflow runs.
 """
@@ -171,7 +173,10 @@ class TensorBoardTracker:
         from torch.utils.tensorboard import SummaryWriter
 
         tb = run_dir / TENSORBOARD_DIR
-        self.writer = SummaryWriter(str(tb), purge_step=resume_step if tb.exists() else None)
+        # TensorBoard purges events at purge_step and later; the checkpoint's own step (its
+        # final row and evaluation) is kept, as metrics.jsonl keeps it.
+        purge = resume_step + 1 if resume_step is not None and tb.exists() else None
+        self.writer = SummaryWriter(str(tb), purge_step=purge)
 
     def write(self, row: dict[str, Any]) -> None:
         step = int(row["env_steps"])
@@ -244,8 +249,9 @@ def _start_failed(tracker: str, err: Exception, advice: str) -> TrackerError:
 
 class WandbTracker:
     """A Weights & Biases run named after the run directory, in project $WANDB_PROJECT (default
-    `shoal`), grouped by algorithm and env so seeds sit together; its files go to
-    `RUN_DIR/wandb`. With WANDB_MODE=offline nothing leaves the machine until
+    `shoal`), grouped by algorithm and env so seeds sit together, its keys grouped into
+    sections as TensorBoard's (`tensorboard_tag`); its files go to `RUN_DIR/wandb`. With
+    WANDB_MODE=offline nothing leaves the machine until
     `wandb sync RUN_DIR/wandb/offline-run-*`."""
 
     def __init__(self, run_dir: Path, resume_step: int | None) -> None:
@@ -278,7 +284,9 @@ class WandbTracker:
             self.run.config.update(config, allow_val_change=True)
 
     def write(self, row: dict[str, Any]) -> None:
-        self.run.log(scalars(row), step=int(row["env_steps"]))
+        # Keys grouped as TensorBoard's (`train/loss`): W&B makes a section per prefix.
+        numbers = {tensorboard_tag(key): value for key, value in scalars(row).items()}
+        self.run.log(numbers, step=int(row["env_steps"]))
 
     def close(self, ok: bool) -> None:
         self.run.finish(exit_code=0 if ok else 1)
