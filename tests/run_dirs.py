@@ -18,13 +18,20 @@ def write_run(
     seed: int = 0,
     rows: list[dict] | None = None,
     evaluation: float | None = None,
+    agent: dict | None = None,
+    run_settings: dict | None = None,
+    finished: bool = True,
 ) -> Path:
-    """A run directory `root/name`; `evaluation` is the final evaluation's mean return."""
+    """A run directory `root/name`; `evaluation` is the final evaluation's mean return;
+    `agent` and `run_settings` go into its config; an unfinished run has no summary.json."""
     run = root / name
     run.mkdir(parents=True)
-    config = {"algo": algo, "env": env, "seed": seed, "run": {"total_steps": 1000}, "agent": {}}
+    settings = {"total_steps": 1000, **(run_settings or {})}
+    config = {"algo": algo, "env": env, "seed": seed, "run": settings, "agent": agent or {}}
     (run / "config.yaml").write_text(yaml.safe_dump(config))
     (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows or []))
+    if not finished:
+        return run
     summary = {"algo": algo, "env": env, "seed": seed, "evaluation": None}
     if evaluation is not None:
         summary["evaluation"] = {"episodes": 10, "mean_return": evaluation, "std_return": 1.0}

@@ -123,3 +123,21 @@ def test_env_checker_passes_on_minigrid_through_the_registry():
     check_env(env.unwrapped, skip_render_check=True)
     check_env(env, skip_render_check=True)
     assert isinstance(env.reset(seed=0)[0], dict) and np.isfinite(env.step(0)[1])
+
+
+def test_a_run_on_an_env_object_acts_without_the_env_and_evaluates_with_it(quiet_run, tmp_path):
+    # Issue 35, item 17: the checkpoint keeps the env's spaces, so acting needs no env;
+    # evaluating still needs the env object passed again (no file can make it).
+    env = gym.make("CartPole-v1")
+    run = _run(quiet_run, eval_episodes=0, total_steps=256)
+    result = shoal.train("ppo", env, run=run, agent={"minibatch_size": 32})
+    policy = shoal.load(result.run_dir)
+    assert policy.env_id == "<env object CartPole-v1>"
+    obs, _ = env.reset(seed=0)
+    assert policy.act(obs) in (0, 1)
+    assert policy.predict(np.stack([obs] * 3))[0].shape == (3,)
+    saved = shoal.load(policy.save(tmp_path / "policy.pt"))
+    assert saved.act(obs) == policy.act(obs)
+    with pytest.raises(ConfigError, match=r"env=my_env"):
+        policy.env_source  # noqa: B018 (what evaluate reads)
+    assert shoal.evaluate(result.run_dir, episodes=2, env=env).episodes == 2

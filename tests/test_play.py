@@ -317,3 +317,22 @@ def test_play_and_video_every_refuse_bad_counts(capsys, tmp_path, quiet_run):
     assert "video_every must be > 0" in capsys.readouterr().err
     assert not runs.exists()
     assert not (run.run_dir / "videos").exists()
+
+
+def test_play_is_greedy_by_default_as_eval_is(monkeypatch, tmp_path, capsys):
+    # Issue 35, item 17: `shoal play` sampled by default while `shoal eval` is greedy.
+    modes = []
+
+    def loading(run_dir, deterministic, trust_run):
+        modes.append(deterministic)
+        raise ShoalError("stop here: only the mode is checked")
+
+    monkeypatch.setattr("shoal.play.load", loading)
+    video = str(tmp_path / "v.mp4")
+    for argv in ([], ["--deterministic"], ["--stochastic"]):
+        assert main(["play", str(tmp_path), "--video", video, *argv]) == 2
+    with pytest.raises(ShoalError):
+        play(tmp_path, video=video)
+    assert modes == [True, True, False, True]
+    with pytest.raises(SystemExit):  # one or the other
+        main(["play", str(tmp_path), "--deterministic", "--stochastic"])

@@ -120,3 +120,42 @@ def test_runs_without_points_or_overlap_are_refused(tmp_path, capsys):
     write_run(tmp_path / "apart", "ppo-1", seed=1, rows=rows([200, 300], [1.0, 2.0]))
     _refused(capsys, ["plot", str(tmp_path / "apart"), "-o", out], "cover no common range")
     assert not (tmp_path / "c.png").exists()
+
+
+def test_runs_with_other_settings_are_other_curves(tmp_path, capsys):
+    # Issue 35, item 10: runs with different learning rates and one seed were "2 seeds".
+    runs = tmp_path / "runs"
+    for name, lr in [("a", 0.001), ("b", 0.002)]:
+        write_run(runs, name, agent={"learning_rate": lr}, rows=rows([0, 100], [0.0, 1.0]))
+    groups = group_runs(read_runs([runs]))
+    assert list(groups) == [
+        ("ppo", "CartPole-v1", "agent.learning_rate=0.001"),
+        ("ppo", "CartPole-v1", "agent.learning_rate=0.002"),
+    ]
+    assert main(["plot", str(runs), "-o", str(tmp_path / "c.png")]) == 0
+    out = capsys.readouterr().out
+    assert "ppo on CartPole-v1 [agent.learning_rate=0.002], 1 seed(s)" in out
+
+
+def test_runs_lacking_the_metric_or_unfinished_are_noted_not_fatal(tmp_path, capsys):
+    # Issue 35, item 10: `--metric value_loss` exited 2 when a DQN run was among the runs,
+    # and one run without a point aborted the plot.
+    runs = tmp_path / "runs"
+
+    def ppo_rows(steps):
+        return [{**r, "value_loss": 2.0 - r["env_steps"] / 100} for r in rows(steps, [0, 1])]
+
+    write_run(runs, "ppo-0", rows=ppo_rows([0, 100]))
+    write_run(runs, "ppo-1", seed=1, rows=ppo_rows([0, 50]), finished=False)
+    write_run(runs, "dqn-0", algo="dqn", rows=rows([0, 100], [0.0, 1.0]))
+    write_run(runs, "ppo-new", seed=2, finished=False)
+    out_file = tmp_path / "c.png"
+    assert main(["plot", str(runs), "-o", str(out_file), "--metric", "value_loss"]) == 0
+    out = capsys.readouterr().out
+    assert "ppo on CartPole-v1, 2 seed(s)" in out and "dqn" not in out.splitlines()[0]
+    assert f"note: left out {runs / 'dqn-0'}: " in out and "no 'value_loss'" in out
+    assert f"note: left out {runs / 'ppo-new'}: " in out and "no metrics rows" in out
+    assert "seed 1 is unfinished" in out and "drawn up to frames 50" in out
+    assert "cover different ranges of frames (seed 0: 0 to 100, seed 1: 0 to 50)" in out
+    assert "drawn over the range all cover, 0 to 50" in out
+    assert out_file.read_bytes()[:8] == PNG_MAGIC

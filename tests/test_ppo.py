@@ -150,3 +150,28 @@ def test_unrolls_from_two_actors_concatenate_along_the_batch():
     # Truncations at t = 2 in every column; the second actor's columns are shifted by one.
     assert sorted(map(tuple, joined.final_index)) == [(2, 0), (2, 1), (2, 2)]
     assert np.array_equal(joined.rewards[:, 1:], unrolls[1].rewards)
+
+
+@pytest.mark.parametrize("envs", ["num_envs", "vector env"])
+def test_the_cartpole_preset_trains_with_four_envs(quiet_run, envs):
+    # Issue 35, item 12: the preset's minibatch of 256 was refused with fewer than 8 envs.
+    import gymnasium as gym
+
+    run = {**quiet_run, "eval_episodes": 0, "total_steps": 256}
+    if envs == "num_envs":
+        result = shoal.train("ppo", "CartPole-v1", run={**run, "num_envs": 4})
+    else:
+        result = shoal.train("ppo", gym.make_vec("CartPole-v1", num_envs=4), run=run)
+        assert "CartPole-v1" in result.summary["env"]  # its registered id: the preset applies
+    assert result.env_steps >= 256 and result.summary["updates"] >= 2
+
+
+def test_the_cartpole_preset_with_eight_envs_updates_as_minibatches_of_256_did(quiet_run):
+    # The preset now takes the whole batch (32 x 8 = 256) per minibatch: the same updates as
+    # its old minibatch_size 256, weight for weight.
+    run = {**quiet_run, "eval_episodes": 0, "total_steps": 512}
+    now = shoal.train("ppo", "CartPole-v1", seed=3, run=run)
+    before = shoal.train("ppo", "CartPole-v1", seed=3, run=run, agent={"minibatch_size": 256})
+    ours, theirs = shoal.load(now.run_dir).net.state_dict(), shoal.load(before.run_dir).net
+    for key, value in theirs.state_dict().items():
+        assert torch.equal(ours[key], value), key

@@ -136,3 +136,48 @@ def test_save_and_load_mistakes_are_one_clear_error(ppo_run, tmp_path):
     saved = policy.save(tmp_path / "policy.pt")
     with pytest.raises(ConfigError, match="observation space"):
         shoal.evaluate(saved, episodes=1, env=gym.make("MountainCar-v0"))
+
+
+def test_act_on_a_recurrent_policy_refuses_a_second_call_without_step_result(r2d2_run):
+    # Issue 35, item 17: a second act would silently act on a zero previous reward.
+    policy = shoal.load(r2d2_run)
+    env = shoal.envs.make_env(MEMORY_TASK)
+    obs, _ = env.reset(seed=0)
+    policy.act(obs)
+    with pytest.raises(ShoalError, match="without step_result") as refused:
+        policy.act(obs)
+    assert "predict" in str(refused.value) and "step_result(reward" in str(refused.value)
+    policy.step_result(1.0, False)
+    policy.act(obs)  # acts again once told the step's result
+
+
+def test_act_on_a_feed_forward_policy_needs_no_step_result(ppo_run):
+    policy = shoal.load(ppo_run)
+    obs = np.zeros(4, np.float32)
+    assert policy.act(obs) == policy.act(obs)
+
+
+def small_torso(observation_space):
+    """A custom torso for the test below, passed as the function itself."""
+    torso = torch.nn.Sequential(
+        torch.nn.Flatten(), torch.nn.Linear(int(np.prod(observation_space.shape)), 16)
+    )
+    torso.out_features = 16
+    return torso
+
+
+def test_a_custom_torso_may_be_the_function_itself(tmp_path):
+    # Issue 35, item 17: `agent={"torso": fn}` was refused (a string was required).
+    run = {"runs_dir": str(tmp_path), "progress": False, "tensorboard": False, "eval_episodes": 0}
+    agent = {"torso": small_torso, "minibatch_size": 64, "rollout_length": 16}
+    result = shoal.train(
+        "ppo", "CartPole-v1", total_steps=128, run={**run, "num_envs": 4}, agent=agent
+    )
+    recorded = (result.run_dir / "config.yaml").read_text()
+    assert f"torso: {__name__}:small_torso" in recorded
+    policy = shoal.load(result.run_dir, trust_run=True)
+    assert policy.net.policy_torso[1].out_features == 16
+    assert policy.act(np.zeros(4, np.float32)) in (0, 1)
+    with pytest.raises(ConfigError, match="no import path names") as refused:
+        shoal.train("ppo", "CartPole-v1", total_steps=128, run=run, agent={"torso": lambda s: None})
+    assert "package.module:function" in str(refused.value)

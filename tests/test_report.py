@@ -162,3 +162,38 @@ def test_numbers_in_the_table_are_the_estimates(atari_runs):
     game_a = next(e for e in report.envs if e.env == "ALE/GameA-v5")
     assert game_a.normalized.tolist() == pytest.approx([0.1, 0.5, 1.2])
     assert f"| {np.mean([0.1, 0.5, 1.2]):.3f} |" in text
+
+
+def test_runs_with_other_settings_are_not_seeds_of_one_row(tmp_path):
+    # Issue 35, item 10: two learning rates with the same seed were "2 seeds" of one row.
+    runs = tmp_path / "runs"
+    write_run(runs, "lr1", agent={"learning_rate": 0.001}, evaluation=100.0)
+    write_run(runs, "lr2", agent={"learning_rate": 0.002}, evaluation=300.0)
+    # Bookkeeping (where it logged, how often) does not part seeds.
+    write_run(runs, "lr1-s1", seed=1, agent={"learning_rate": 0.001}, evaluation=200.0,
+              run_settings={"log_interval": 5, "runs_dir": "/elsewhere"})  # fmt: skip
+    report = build_report([runs], reps=100)
+    rows = {e.settings: (e.seeds, e.scores.tolist()) for e in report.envs}
+    assert rows == {
+        ("agent.learning_rate=0.001",): ([0, 1], [100.0, 200.0]),
+        ("agent.learning_rate=0.002",): ([0], [300.0]),
+    }
+    text = report.markdown()
+    assert "| CartPole-v1 | ppo [agent.learning_rate=0.002] | 1 | 300.00 [300.00, 300.00] |" in text
+
+
+def test_unfinished_and_empty_runs_are_noted_not_fatal(tmp_path, capsys):
+    # Issue 35, item 10: one run without a score aborted the report.
+    runs = tmp_path / "runs"
+    write_run(runs, "done", seed=0, evaluation=4.0, rows=rows([100, 1000], [1.0, 3.0]))
+    write_run(runs, "going", seed=1, rows=rows([100, 400], [1.0, 2.0]), finished=False)
+    write_run(runs, "new", seed=2, finished=False)  # no metrics row yet
+    report = build_report([runs], reps=100)
+    (env,) = report.envs
+    assert env.seeds == [0, 1] and env.scores.tolist() == [4.0, 2.0]
+    notes = " ".join(report.notes)
+    assert "seed 1 is unfinished" in notes and "at 400 steps" in notes
+    assert f"left out {runs / 'new'}" in notes and "no score yet" in notes
+    assert "ended at different steps (seed 0: 1,000, seed 1: 400)" in notes
+    assert main(["report", str(runs)]) == 0
+    assert "Notes:" in capsys.readouterr().out

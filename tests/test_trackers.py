@@ -4,6 +4,7 @@ file store) are read back, imported only when chosen, and continued by --resume.
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 import struct
 import subprocess
@@ -16,7 +17,7 @@ import shoal
 from shoal.cli import main
 from shoal.runtime.config import RunConfig
 from shoal.telemetry import MetricsWriter, read_metrics
-from shoal.telemetry.trackers import CsvTracker, scalars
+from shoal.telemetry.trackers import CsvTracker, scalars, tensorboard_tag
 
 pytest.importorskip("wandb")
 pytest.importorskip("mlflow")
@@ -123,6 +124,14 @@ def mlflow_history(run_id):
     return run.info.status, run.data.params, history
 
 
+def grouped(rows):
+    """`expected` rows with their keys as TensorBoard and W&B group them (`train/loss`)."""
+    return {
+        step: {tensorboard_tag(key): value for key, value in numbers.items()}
+        for step, numbers in rows.items()
+    }
+
+
 def assert_same_rows(received, rows):
     """The same steps, the same keys at each step, the same numbers."""
     assert sorted(received) == sorted(rows)
@@ -141,7 +150,9 @@ def test_wandb_mlflow_and_csv_receive_the_rows_of_metrics_jsonl(tracker_env):
 
     ((wandb_id, wandb_rows),) = wandb_runs(run_dir)
     assert wandb_id == ids(run_dir)["wandb"]
-    assert_same_rows(wandb_rows, rows)
+    # Issue 35, item 19: W&B's keys are grouped as TensorBoard's (they were plain).
+    assert_same_rows(wandb_rows, grouped(rows))
+    assert "train/policy_loss" in wandb_rows[max(rows)]
 
     status, params, mlflow_rows = mlflow_history(ids(run_dir)["mlflow"])
     assert status == "FINISHED"
@@ -170,7 +181,7 @@ def test_a_resumed_run_continues_the_same_wandb_and_mlflow_runs(tracker_env):
     (id_1, history_1), (id_2, history_2) = wandb_runs(run_dir)
     assert id_1 == id_2 == first_ids["wandb"]  # `wandb sync` appends the second to the first
     assert max(history_1) == before and min(history_2) > before
-    assert_same_rows({**history_1, **history_2}, rows)
+    assert_same_rows({**history_1, **history_2}, grouped(rows))
 
     status, _, mlflow_rows = mlflow_history(first_ids["mlflow"])
     assert status == "FINISHED"
@@ -279,3 +290,64 @@ def test_loggers_default_and_the_older_tensorboard_flag():
     assert RunConfig().loggers == ("tensorboard", "jsonl")
     assert RunConfig(tensorboard=False).loggers == ("jsonl",)
     assert RunConfig(logger=("csv", "csv", "wandb")).loggers == ("csv", "wandb")
+
+
+def test_mlflow_logs_the_config_and_videos_as_artifacts(tracker_env):
+    # Issue 35, item 13: no artifacts were logged.
+    from mlflow.tracking import MlflowClient
+
+    run_dir = tracker_env / "run"
+    (run_dir / "videos").mkdir(parents=True)
+    (run_dir / "config.yaml").write_text("algo: ppo\nenv: CartPole-v1\nseed: 0\n")
+    (run_dir / "videos" / "step-000000000100.mp4").write_bytes(b"not really a video")
+    writer = MetricsWriter(run_dir, ["mlflow"], resume_step=0)
+    writer.write({"env_steps": 100, "loss": 1.0})
+    writer.close(ok=True)
+    client = MlflowClient()
+    run_id = ids(run_dir)["mlflow"]
+    listed = {a.path for a in client.list_artifacts(run_id)}
+    assert listed == {"config.yaml", "videos"}
+    (video,) = client.list_artifacts(run_id, "videos")
+    assert video.path == "videos/step-000000000100.mp4"
+    here = Path(client.download_artifacts(run_id, "config.yaml", str(tracker_env)))
+    assert here.read_text() == (run_dir / "config.yaml").read_text()
+
+
+def test_mlflow_stores_that_do_not_open_say_what_to_set(tmp_path, monkeypatch, capsys):
+    # Issue 35, item 13: after the dev install (mlflow-skinny) MLflow's default store does not
+    # open, and MLflow 3 refuses a file store without MLFLOW_ALLOW_FILE_STORE.
+    runs = tmp_path / "runs"
+    argv = train_argv(runs, "--logger", "mlflow", "--progress", "false")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", (tmp_path / "mlruns").as_uri())
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    _refused(capsys, argv, "MLFLOW_ALLOW_FILE_STORE=true in the environment")
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    if importlib.util.find_spec("sqlalchemy") is None:  # mlflow-skinny, as the dev extra has
+        _refused(capsys, argv, "pip install 'shoal[mlflow]'", "MLFLOW_ALLOW_FILE_STORE=true")
+    assert list(runs.iterdir()) == []
+
+
+def test_tensorboard_keeps_the_checkpoint_steps_row_and_evaluation_after_a_resume(tmp_path):
+    # Issue 35, item 19: TensorBoard purged the resumed checkpoint's own step (its final row
+    # and evaluation), which metrics.jsonl and MLflow keep.
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    run = {
+        "runs_dir": str(tmp_path / "runs"),
+        "progress": False,
+        "log_interval": 256,
+        "num_envs": 4,
+        "eval_episodes": 2,
+        "total_steps": 512,
+    }
+    first = shoal.train("ppo", "CartPole-v1", run=run, agent={"rollout_length": 64})
+    end = first.env_steps
+    shoal.train(resume=first.run_dir, run={"total_steps": 1024})
+    jsonl = {r["env_steps"] for r in read_metrics(first.run_dir / "metrics.jsonl")}
+    events = EventAccumulator(str(first.run_dir / "tb")).Reload()
+    for tag in ("rollout/return_mean", "eval/return_mean"):
+        steps = [e.step for e in events.Scalars(tag)]
+        assert end in steps, (tag, steps)
+        assert len(steps) == len(set(steps))  # each step once
+    assert {e.step for e in events.Scalars("perf/time")} == jsonl

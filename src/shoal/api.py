@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -32,7 +33,10 @@ from shoal.errors import (
     ShoalError,
     user_error,
 )
-from shoal.run.layout import SUMMARY_FILE  # noqa: F401 (shoal.api.SUMMARY_FILE, as before)
+from shoal.run.layout import (
+    CONFIG_FILE,
+    SUMMARY_FILE,  # noqa: F401 (shoal.api.SUMMARY_FILE, as before)
+)
 from shoal.runtime.callbacks import Callback
 from shoal.runtime.driver import Driver
 from shoal.runtime.evaluate import EvalResult, evaluate_policy
@@ -85,6 +89,10 @@ def train(
     one, or a Gymnasium vector env (which sets `num_envs`). A run on an env object is continued
     by passing the env again with `resume`. Continuing a run whose config names modules to
     import (a `module:function` env or torso) needs `trust_run=True`.
+    A custom torso (`agent={"torso": make_torso}`) may be the function or class itself: it is
+    recorded as its `module:function` path; one defined in a script or notebook (`__main__`)
+    is found in this process only, so put it in a module for `runtime="ray"` or to load the
+    run from another process.
     `callbacks` (`shoal.Callback`s) are called in this process as the run goes; one returning
     False stops it. The result holds the final greedy and sampling evaluations. `max_time`
     (in `run`) bounds the whole call, evaluation included, counted from `started` (a
@@ -102,6 +110,8 @@ def train(
     run = dict(run or {})
     if total_steps is not None:
         run["total_steps"] = total_steps
+    if agent is not None:
+        agent = {key: _import_path(key, value) for key, value in agent.items()}
     opened = training.open_run(algo, env, seed, config, agent, run, env_config, resume, trust_run)
     if isinstance(opened, training.Finished):  # resume="auto" found it ended on its budget
         return _already_complete(opened.where, opened.summary)
@@ -199,6 +209,34 @@ def _already_complete(run_dir: Path | str, summary: dict[str, Any]) -> TrainResu
     )
 
 
+def _import_path(key: str, value: Any) -> Any:
+    """An agent setting given as a function or class (a custom torso) as the
+    'module:qualname' path that config.yaml records and each process imports; other values
+    as they are. A function no path can name (a lambda, one defined inside another) is
+    refused, saying what to do."""
+    if isinstance(value, str | bytes | int | float | bool | list | tuple | dict) or not callable(
+        value
+    ):
+        return value
+    module, name = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
+    found: Any = None
+    if module and name and "<" not in name:
+        try:
+            found = importlib.import_module(module)
+            for part in name.split("."):
+                found = getattr(found, part)
+        except Exception:  # not importable by its name: refused below
+            found = None
+    if found is not value:
+        raise ConfigError(
+            f"agent.{key} got {value!r:.60}, which no import path names (a lambda, or a "
+            "function defined inside another), so the run's config.yaml could not record it. "
+            "Define it at the top level of a module (or of your script or notebook) and pass "
+            "the function, or its path 'package.module:function'."
+        )
+    return f"{module}:{name}"
+
+
 _PATH = (str, os.PathLike)
 _NONE = type(None)
 
@@ -234,7 +272,8 @@ class LoadedPolicy:
     Recurrent policies (LSTM IMPALA, R2D2, Agent57) carry state between calls. With `act`, the
     policy holds it: after each env step call `step_result(reward, terminated | truncated)`
     (scalars for one env, arrays for a batch) so that the next `act` sees the reward and ended
-    episodes start afresh. With `predict`, the caller holds it (as in Stable-Baselines3).
+    episodes start afresh; a second `act` without it is refused. With `predict`, the caller
+    holds it (as in Stable-Baselines3).
     `save(path)` writes the policy to one file that `shoal.load(path)` reads.
     """
 
@@ -274,6 +313,7 @@ class LoadedPolicy:
             self.agent, self.spec, self.config, self.net, self._policy_state, mode
         )
         self.recurrent = bool(self.acting.policy.initial_state(np.arange(1)))
+        self._awaiting_result = False  # a recurrent `act` since the last `step_result`
 
     def _from_run_dir(
         self, run_dir: Path, trust_run: bool, env: EnvLike | None, state: Any
@@ -283,7 +323,11 @@ class LoadedPolicy:
                 f"{self.path} is {state}. shoal.load takes a run directory, a checkpoint from "
                 "its checkpoints/, or a file written by policy.save(path)."
             )
-        resolved = experiment.read_run_dir(run_dir, trust=trust_run, env=env)
+        # A run trained on an env object: no file can make its env, but its checkpoints hold
+        # the env's spaces, which is all acting needs; `evaluate` still asks for the env.
+        env_object = _recorded_env_object(run_dir) if env is None else None
+        stand_in = _env_passed_again if env_object is not None else env
+        resolved = experiment.read_run_dir(run_dir, trust=trust_run, env=stand_in)
         if state is None:
             state = load_latest(run_dir / "checkpoints", resolved.algo)
         if state is None:
@@ -292,9 +336,15 @@ class LoadedPolicy:
         self.config, self.env_config = resolved.agent_config, resolved.env_config
         self.seed, self.env_steps = resolved.seed, int(state["env_steps"])
         self._source: EnvSource | None = resolved.source
-        self.spec = experiment.spec_of(resolved)
         self._network = state["learner"]["network"]
         self._policy_state = state.get("policies", {})
+        if env_object is None:
+            self.spec = experiment.spec_of(resolved)
+        elif "spec" in state:
+            self.env_id, self._source = env_object, None
+            self.spec = EnvSpec.from_data(state["spec"])
+        else:  # a checkpoint of an older shoal: no spaces kept
+            raise ConfigError(experiment.env_object_needed(run_dir, env_object))
 
     def _from_saved(self, saved: dict[str, Any], trust_run: bool, env: EnvLike | None) -> None:
         from shoal import catalog  # only the interface layer knows the agents
@@ -355,9 +405,19 @@ class LoadedPolicy:
         Observations are as the env itself returns them (e.g. MiniGrid's dict of an (H, W, C)
         image, an int direction and the mission text), converted as in training. Observations
         that are not numeric, hold NaN or inf, or fit neither the observation space's shape nor
-        a batch of it raise a ShoalError."""
+        a batch of it raise a ShoalError. A recurrent policy's next `act` needs the
+        `step_result` of this one first (else it would act as if the reward were 0)."""
+        if self._awaiting_result:
+            raise ShoalError(
+                f"act was called twice without step_result in between, on a recurrent policy "
+                f"({self.algo}) that acts on the previous step's reward and needs to know where "
+                "episodes end. After each env step call policy.step_result(reward, terminated "
+                "or truncated), or use policy.predict(obs, state, reward=reward), which takes "
+                "the reward with each call and returns the state to pass back."
+            )
         batch, single = self._batch(obs, "act")
         actions = self.acting.act(batch)[0]
+        self._awaiting_result = self.recurrent
         return actions[0] if single else actions
 
     def predict(
@@ -488,6 +548,22 @@ class LoadedPolicy:
         self.acting.observe(
             np.atleast_1d(np.asarray(reward, np.float32)), np.atleast_1d(np.asarray(ended, bool))
         )
+        self._awaiting_result = False
+
+
+def _recorded_env_object(run_dir: Path) -> str | None:
+    """The description of the env object a run was trained on (`<env object CartPole-v1>`), or
+    None for a run on an id or factory (or no readable config: `read_run_dir` says why)."""
+    try:
+        env = configs.load_yaml(run_dir / CONFIG_FILE).get("env")
+    except (ShoalError, OSError, AttributeError):
+        return None
+    return env if isinstance(env, str) and is_env_object(env) else None
+
+
+def _env_passed_again() -> Any:
+    """What stands for an env object when a run's config is read for acting only."""
+    raise ConfigError("This policy was trained on an env object; pass it again as env=.")
 
 
 def _check_fits(env: EnvSpec, policy: EnvSpec) -> None:
@@ -511,10 +587,11 @@ def load(
     files, or a file written by `LoadedPolicy.save`; a local path or a bucket URL
     (`s3://BUCKET/runs/RUN`, `gs://...`).
 
-    `env` replaces the env the policy was trained on for `evaluate`; it is needed for a run
-    trained on an env object. A run or policy file whose config names modules to import (a
-    `module:function` env or torso, an `import_module`) is loaded only with `trust_run=True`
-    (a factory replaced by `env` excepted): importing runs the module's code."""
+    `env` replaces the env the policy was trained on for `evaluate`. A run trained on an env
+    object acts without it (its checkpoints hold the env's spaces), but `evaluate` needs it. A
+    run or policy file whose config names modules to import (a `module:function` env or torso,
+    an `import_module`) is loaded only with `trust_run=True` (a factory replaced by `env`
+    excepted): importing runs the module's code."""
     _require("path", path, _PATH, "the path of a run directory or of a saved policy")
     _require("deterministic", deterministic, (bool,), "True or False")
     _require("trust_run", trust_run, (bool,), "True or False")

@@ -84,7 +84,13 @@ def presets(algo: str) -> dict[str, dict[str, Any]]:
     return yaml.safe_load(path.read_text()) or {}
 
 
-def preset_for(algo: str, env_id: str) -> dict[str, dict[str, Any]]:
-    """The preset of `algo` for `env_id` (an empty one where none is tuned)."""
+def preset_for(algo: str, env_id: str, *, pixels: bool = False) -> dict[str, dict[str, Any]]:
+    """The preset of `algo` for `env_id` (an empty one where none is tuned). `pixels`: the env
+    is observed as images where it could be observed as a state vector (dm_control with
+    `--env.dm-control-pixels true`); a preset's `pixels` section then overrides the rest."""
     preset = presets(algo).get(env_id, {})
-    return {"run": dict(preset.get("run", {})), "agent": dict(preset.get("agent", {}))}
+    chosen = {"run": dict(preset.get("run", {})), "agent": dict(preset.get("agent", {}))}
+    if pixels:
+        for section, values in preset.get("pixels", {}).items():
+            chosen[section].update(values)
+    return chosen

@@ -141,9 +141,11 @@ def _eval(args: argparse.Namespace) -> None:
 def _plot(args: argparse.Namespace) -> None:
     from shoal.plots import plot_runs
 
-    curves = plot_runs(args.run_dirs, args.output, x=args.x, metric=args.metric)
-    drawn = "; ".join(f"{c.algo} on {c.env}, {c.seeds} seed(s)" for c in curves)
+    plot = plot_runs(args.run_dirs, args.output, x=args.x, metric=args.metric)
+    drawn = "; ".join(f"{c.label}, {c.seeds} seed(s)" for c in plot.curves)
     print(f"wrote {args.output}: {drawn}")
+    for note in plot.notes:
+        print(f"note: {note}")
 
 
 def _report(args: argparse.Namespace) -> None:

@@ -111,8 +111,14 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument(
         "--video", help="mp4 to write (default RUN_DIR/videos/play-step-<checkpoint steps>.mp4)"
     )
-    play.add_argument(
-        "--deterministic", action="store_true", help="take the most likely action (default: sample)"
+    play_modes = play.add_mutually_exclusive_group()
+    play_modes.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="take the most likely action (the default, as shoal eval's)",
+    )
+    play_modes.add_argument(
+        "--stochastic", action="store_true", help="sample actions from the policy instead"
     )
     play.add_argument("--seed", type=int, default=None, help="seed of the first episode")
     play.add_argument("--trust-run", action="store_true", help=TRUST_HELP)

@@ -94,7 +94,8 @@ def resolve(
         EnvConfig, {**file.get("env_config", {}), **(env_overrides or {})}, "env_config"
     )
     source = source_of(env, env_config)  # unknown ids fail here, before anything is written
-    preset = catalog.preset_for(algo, source.like or source.env_id)
+    pixels = env_config.dm_control_pixels
+    preset = catalog.preset_for(algo, source.like or source.env_id, pixels=pixels)
     run_values = {**preset["run"], **file.get("run", {}), **(run_overrides or {})}
     if source.num_envs is not None:  # a vector env object says how many envs it steps
         _check_num_envs(source, (run_overrides or {}).get("num_envs"))

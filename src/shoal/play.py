@@ -47,7 +47,7 @@ def play(
     run_dir: str | os.PathLike[str],
     episodes: int = DEFAULT_EPISODES,
     video: str | os.PathLike[str] | None = None,
-    deterministic: bool = False,
+    deterministic: bool = True,
     seed: int | None = None,
     trust_run: bool = False,
     lossless: bool = False,
@@ -56,7 +56,7 @@ def play(
     """Play `episodes` episodes with the newest checkpoint of `run_dir` into an mp4.
 
     `video` defaults to `RUN_DIR/videos/play-step-<checkpoint steps>.mp4`; `deterministic` takes
-    the most likely action (default: the agent's evaluation sampling, as `shoal eval`);
+    the most likely action (the default, as `shoal eval`'s; False samples actions);
     `lossless` stores exact colours (large files). `trust_run` as for `shoal.load`."""
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes <= 0:
         raise ConfigError(f"--episodes must be a whole number > 0, got {episodes!r}.")
@@ -95,7 +95,7 @@ def play(
 
 
 def main(args: Any) -> None:
-    """`shoal play RUN_DIR [--episodes N] [--video out.mp4] [--deterministic] [--seed N]`."""
+    """`shoal play RUN_DIR [--episodes N] [--video out.mp4] [--stochastic] [--seed N]`."""
 
     def said(episode: Episode) -> None:
         print(
@@ -108,7 +108,7 @@ def main(args: Any) -> None:
         args.run_dir,
         DEFAULT_EPISODES if args.episodes is None else args.episodes,
         args.video,
-        args.deterministic,
+        not args.stochastic,
         args.seed,
         trust_run=args.trust_run,
         on_episode=said,

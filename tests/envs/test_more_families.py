@@ -18,7 +18,7 @@ from shoal.envs.dm_control_suite import dm_control_tasks
 from shoal.envs.families import describe_families
 from shoal.envs.registry import env_spec, make_env, resolve_env
 from shoal.envs.unavailable import UNAVAILABLE_FAMILIES
-from shoal.errors import EnvError, ShoalWarning
+from shoal.errors import ConfigError, EnvError, ShoalWarning
 
 
 def _rollout(env: gym.Env, seed: int, steps: int) -> list[np.ndarray]:
@@ -173,6 +173,30 @@ def test_dm_control_has_ppo_and_sac_presets(dm_control):
     assert experiment.resolve("sac", SWINGUP).run.total_steps == 500_000
 
 
+def test_the_ppo_preset_of_a_dm_control_task_takes_its_pixels(dm_control):
+    # Issue 35, item 15: `--env.dm-control-pixels true` was refused by the preset's
+    # normalize_obs (a running norm of float vectors, not of uint8 frames).
+    from shoal.agents.ppo import AGENT
+    from shoal.envs.spec import EnvSpec
+
+    walker = "dm_control:walker-walk"
+    states = experiment.resolve("ppo", walker)
+    pixels = experiment.resolve("ppo", walker, env_overrides={"dm_control_pixels": True})
+    assert states.agent_config.normalize_obs and states.agent_config.normalize_reward
+    assert not pixels.agent_config.normalize_obs and pixels.agent_config.normalize_reward
+    assert pixels.run == states.run  # the rest of the preset applies as it is
+    frame = gym.spaces.Box(0, 255, (3, 84, 84), np.uint8)
+    actions = gym.spaces.Box(-1.0, 1.0, (6,), np.float32)
+    net = AGENT.make_networks(EnvSpec(walker, frame, actions), pixels.agent_config)
+    assert net.obs_norm is None
+    explicit = {"normalize_obs": True}  # asked for by name: still refused, saying why
+    asked = experiment.resolve(
+        "ppo", walker, agent_overrides=explicit, env_overrides={"dm_control_pixels": True}
+    )
+    with pytest.raises(ConfigError, match="normalize_obs works on float Box"):
+        AGENT.make_networks(EnvSpec(walker, frame, actions), asked.agent_config)
+
+
 # ---- MiniGrid: ids resolve directly, the index image one-hot, the mission dropped -----------
 
 DOORKEY = "MiniGrid-DoorKey-5x5-v0"
@@ -248,6 +272,43 @@ def test_a_minigrid_env_object_and_an_imported_id_are_converted_the_same(minigri
     with pytest.warns(ShoalWarning, match="mission"):
         imported = env_spec(DOORKEY, EnvConfig(import_module="minigrid"))
     assert imported.observation_space == by_id.observation_space
+
+
+def test_minigrid_under_img_obs_wrapper_is_read_as_indices_not_pixels(minigrid, tmp_path):
+    # Issue 35, item 18: ImgObsWrapper's image alone (space 0-255) was scaled as pixels by
+    # 1/255, a near-constant input: PPO's greedy policy scored 0.00 with no warning.
+    from minigrid.wrappers import FullyObsWrapper, ImgObsWrapper
+
+    import shoal
+    from shoal.envs.registry import source_of, spec_of_source
+
+    wrapped = ImgObsWrapper(gym.make(DOORKEY))
+    spec = spec_of_source(source_of(wrapped))
+    assert spec.observation_space == gym.spaces.Box(0.0, 1.0, (20, 7, 7), np.float32)
+    # The same planes as the image of the id's own Dict observation, step by step.
+    ours = source_of(wrapped).factory()
+    theirs = make_env(DOORKEY)
+    obs, _ = ours.reset(seed=3)
+    reference, _ = theirs.reset(seed=3)
+    np.testing.assert_array_equal(obs, reference["image"])
+    for action in (2, 1, 2, 0):
+        obs = ours.step(action)[0]
+        np.testing.assert_array_equal(obs, theirs.step(action)[0]["image"])
+    # A fully observed grid is not indices (the direction sits in a state channel): as before.
+    fully = ImgObsWrapper(FullyObsWrapper(gym.make(DOORKEY)))
+    assert spec_of_source(source_of(fully)).observation_space.dtype == np.uint8
+    # A policy trained on it acts on what the wrapped env returns.
+    run = {"runs_dir": str(tmp_path), "progress": False, "tensorboard": False}
+    result = shoal.train(
+        "ppo",
+        wrapped,
+        total_steps=256,
+        run={**run, "num_envs": 2, "eval_episodes": 0},
+        agent={"rollout_length": 64, "minibatch_size": 64},
+    )
+    policy = shoal.load(result.run_dir)
+    raw, _ = wrapped.reset(seed=0)
+    assert raw.shape == (7, 7, 3) and 0 <= int(policy.act(raw)) < 7
 
 
 def test_a_mistyped_minigrid_id_gets_close_matches(minigrid):

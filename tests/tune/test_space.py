@@ -106,7 +106,11 @@ def test_values_the_agent_refuses_are_found_at_the_ends_of_the_space(tmp_path, c
     # CartPole's preset: rollouts of 32 x 8 envs = 256 steps, so a minibatch of 512 cannot be.
     code, err = _tune(tmp_path, capsys, "agent.minibatch_size: {choice: [128, 512]}\n")
     assert code == 2 and "minibatch_size=512" in err
-    code, err = _tune(tmp_path, capsys, "run.num_envs: {choice: [4, 8]}\n")
+    # The preset itself now fits any number of envs (issue 35, item 12): an explicit minibatch
+    # of 256 does not fit 4 envs (32 x 4 = 128).
+    code, err = _tune(
+        tmp_path, capsys, "run.num_envs: {choice: [4, 8]}\n", "--agent.minibatch-size", "256"
+    )
     assert code == 2 and "run.num_envs=4" in err
     assert not (tmp_path / "runs").exists()
 

@@ -5,16 +5,19 @@ A run's final score is, in order of preference, the mean score of its newest Ata
 evaluation (`shoal eval --protocol atari`, kept in `RUN_DIR/evaluations/`), its final
 deterministic evaluation (`summary.json`), or, for a run that has neither (stopped early,
 `--eval-episodes 0`), the mean return of its last training episodes (the last metrics row); the
-table says which. Seeds of one algorithm on one env are one row,
-their mean with a 95% bootstrap interval. Across Atari games the median, interquartile mean
-and mean of human-normalised scores come with 95% stratified bootstrap intervals (Agarwal et
-al. 2021; `shoal.analysis.stats`).
+table says which. Seeds of one experiment (one algorithm on one env with the same settings:
+`shoal.run.runs.group_runs`; the settings that set groups apart are shown) are one row,
+their mean with a 95% bootstrap interval. A run with no score yet is left out and a run still
+going (no summary.json) is scored from its last training episodes, each with a note under
+the table; so are seeds that ended at different steps. Across Atari games the median,
+interquartile mean and mean of human-normalised scores come with 95% stratified bootstrap
+intervals (Agarwal et al. 2021; `shoal.analysis.stats`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +26,14 @@ from shoal.analysis.stats import AGGREGATES, Estimate, mean_of_means, stratified
 from shoal.config import write_atomically
 from shoal.envs.atari_ids import is_atari_id
 from shoal.errors import ConfigError
-from shoal.run.runs import Run, check_output, group_runs, read_runs
+from shoal.run.runs import (
+    Run,
+    check_output,
+    describe_group,
+    group_runs,
+    read_runs,
+    same_seeds,
+)
 
 __all__ = [
     "MARKDOWN_FORMATS",
@@ -82,7 +92,7 @@ def final_score(run: Run) -> tuple[float, str]:
 
 @dataclass(frozen=True)
 class EnvScores:
-    """One algorithm's seeds on one env."""
+    """One algorithm's seeds on one env (with one set of settings)."""
 
     algo: str
     env: str
@@ -91,6 +101,13 @@ class EnvScores:
     source: str
     mean: Estimate  # mean over seeds, 95% bootstrap interval
     normalized: np.ndarray | None  # [seeds], Atari-57 games only
+    settings: tuple[str, ...] = ()  # what sets it apart from others of its algo and env
+    notes: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        """The algorithm, with the settings that set this group apart."""
+        return self.algo + (f" [{', '.join(self.settings)}]" if self.settings else "")
 
 
 @dataclass(frozen=True)
@@ -109,9 +126,11 @@ class Report:
     aggregates: list[Aggregate]
     reps: int
     seed: int
+    notes: list[str] = field(default_factory=list)  # runs left out, unfinished, cut short
 
     def markdown(self) -> str:
-        return "\n".join([*_env_table(self.envs), "", *_aggregate_section(self)]) + "\n"
+        notes = ["", "Notes:", "", *(f"- {note}" for note in self.notes)] if self.notes else []
+        return "\n".join([*_env_table(self.envs), *notes, "", *_aggregate_section(self)]) + "\n"
 
 
 def build_report(
@@ -127,18 +146,51 @@ def build_report(
             f"--reps must be a positive number of resamples and --seed a number >= 0, got "
             f"--reps {reps} --seed {seed}."
         )
-    envs = [
-        env_scores(members, reps, seed, normalize)
-        for members in group_runs(read_runs(paths)).values()
-    ]
-    return Report(envs, aggregate_games(envs, reps, seed), reps, seed)
+    groups = group_runs(read_runs(paths))
+    envs, notes, reasons = [], same_seeds(groups), []
+    for key, members in groups.items():
+        scored = []
+        for run in members:
+            try:
+                final_score(run)
+            except ConfigError as err:
+                reasons.append(err)
+                notes.append(f"left out {run.path}: {err}")
+                continue
+            scored.append(run)
+        if scored:
+            envs.append(env_scores(scored, reps, seed, normalize, settings=tuple(key[2:])))
+    if not envs:
+        raise reasons[0]
+    notes += [note for env in envs for note in env.notes]
+    return Report(envs, aggregate_games(envs, reps, seed), reps, seed, notes)
 
 
-def env_scores(runs: list[Run], reps: int, seed: int, normalize: Normalizer) -> EnvScores:
+def env_scores(
+    runs: list[Run],
+    reps: int,
+    seed: int,
+    normalize: Normalizer,
+    settings: tuple[str, ...] = (),
+) -> EnvScores:
     scored = [final_score(run) for run in runs]
     scores = np.array([score for score, _ in scored])
     sources = [_SOURCES[s] for s in _SOURCES if s in {source for _, source in scored}]
     normalized = [normalize(runs[0].env, score) for score in scores]
+    label = describe_group((runs[0].algo, runs[0].env, *settings))
+    notes = [
+        f"{label}: seed {run.seed} is unfinished (no summary.json: still running, or stopped "
+        f"without one); scored by its last training episodes, at {_last_step(run):,} steps."
+        for run in runs
+        if not run.finished
+    ]
+    ends = [_last_step(run) for run in runs]
+    if len(set(ends)) > 1:
+        notes.append(
+            f"{label}: the seeds ended at different steps ("
+            + ", ".join(f"seed {run.seed}: {end:,}" for run, end in zip(runs, ends, strict=True))
+            + "), so their scores are of policies trained for different lengths."
+        )
     return EnvScores(
         runs[0].algo,
         runs[0].env,
@@ -147,7 +199,18 @@ def env_scores(runs: list[Run], reps: int, seed: int, normalize: Normalizer) -> 
         sources[0] if len(sources) == 1 else "mixed: " + ", ".join(sources),
         stratified_bootstrap([scores], mean_of_means, reps=reps, seed=seed),
         None if None in normalized else np.array(normalized, dtype=np.float64),
+        settings,
+        tuple(notes),
     )
+
+
+def _last_step(run: Run) -> int:
+    """The steps a run trained: its summary's, else its last metrics row's."""
+    steps = (run.summary or {}).get("env_steps")
+    if isinstance(steps, int):
+        return steps
+    logged = [row["env_steps"] for row in run.rows if isinstance(row.get("env_steps"), int)]
+    return logged[-1] if logged else 0
 
 
 def aggregate_games(envs: list[EnvScores], reps: int, seed: int) -> list[Aggregate]:
@@ -156,7 +219,7 @@ def aggregate_games(envs: list[EnvScores], reps: int, seed: int) -> list[Aggrega
     by_algo: dict[str, list[np.ndarray]] = {}
     for env in envs:
         if env.normalized is not None:
-            by_algo.setdefault(env.algo, []).append(env.normalized)
+            by_algo.setdefault(env.name, []).append(env.normalized)
     return [
         Aggregate(
             algo,
@@ -199,7 +262,7 @@ def _env_table(envs: list[EnvScores]) -> list[str]:
         )
         normalized = "" if env.normalized is None else f"{env.normalized.mean():.3f}"
         lines.append(
-            f"| {env.env} | {env.algo} | {len(env.scores)} | {_interval(env.mean, 2)} | "
+            f"| {env.env} | {env.name} | {len(env.scores)} | {_interval(env.mean, 2)} | "
             f"{per_seed} | {normalized} | {env.source} |"
         )
     return lines

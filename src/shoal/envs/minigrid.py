@@ -16,18 +16,30 @@ channels-first, to
 `direction` (Discrete(4)) becomes a one-hot and `mission` (text) is dropped by the same
 conversion, which warns in one line when the spec is read. This holds for MiniGrid ids, for
 MiniGrid env objects, and for `predict` on the observations MiniGrid returns.
+
+A MiniGrid env wrapped in `ImgObsWrapper` (the usual Stable-Baselines3 recipe) observes the
+index image alone, under the same 0-255 space, which the torso took for pixels (PPO's greedy
+policy scored 0.00 where its sampled one scored 0.66). `image_only` recognises such an env
+(its observation space is its MiniGrid's own image space), and `IndexImageSpace` gives it the
+image's true bounds (object 0-10, colour 0-5, state 0-2: `index_image_space`), which no
+picture has, so that the conversion, and `predict` from the saved spaces, read it as indices.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
 
 __all__ = [
+    "IndexImageSpace",
     "MiniGridImageMode",
     "MiniGridIndices",
+    "image_only",
+    "index_image_space",
+    "is_index_image_space",
     "is_minigrid_space",
     "make_minigrid",
     "minigrid_ids",
@@ -52,6 +64,56 @@ def make_minigrid(env_id: str) -> gym.Env:
     import minigrid  # noqa: F401
 
     return gym.make(env_id)
+
+
+def index_image_space(shape: tuple[int, ...]) -> gym.spaces.Box:
+    """MiniGrid's index image `(V, V, 3)` with its true bounds, per channel."""
+    high = np.broadcast_to((_SIZES - 1).astype(np.uint8), shape)
+    return gym.spaces.Box(np.zeros(shape, np.uint8), high.copy(), shape, np.uint8)
+
+
+def is_index_image_space(space: gym.spaces.Space) -> bool:
+    """Whether `space` is `index_image_space` of some view (what `IndexImageSpace` gives)."""
+    return (
+        isinstance(space, gym.spaces.Box)
+        and space.dtype == np.uint8
+        and len(space.shape) == 3
+        and space.shape[2] == 3
+        and space == index_image_space(space.shape)
+    )
+
+
+def image_only(env: gym.Env) -> bool:
+    """Whether `env` is a MiniGrid env observing its index image alone (`ImgObsWrapper` over
+    a partial view): its observation space is its MiniGrid's own `image` space. A fully
+    observed grid (`FullyObsWrapper`) keeps the agent's direction in a state channel, outside
+    the indices, and is left as it is."""
+    if "minigrid" not in sys.modules:  # not imported: no MiniGrid env exists
+        return False
+    from minigrid.minigrid_env import MiniGridEnv
+
+    base = env.unwrapped
+    if not isinstance(base, MiniGridEnv):
+        return False
+    spaces = getattr(base.observation_space, "spaces", {})
+    wrapped, names = env, []
+    while isinstance(wrapped, gym.Wrapper):
+        names.append(type(wrapped).__name__)
+        wrapped = wrapped.env
+    return (
+        "image" in spaces
+        and env.observation_space == spaces["image"]
+        and not any(name.startswith("FullyObs") for name in names)
+    )
+
+
+class IndexImageSpace(gym.Wrapper):
+    """A MiniGrid env observing its index image alone, its space given the true bounds
+    (`index_image_space`); the observations pass unchanged."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.observation_space = index_image_space(env.observation_space.shape)
 
 
 def is_minigrid_space(space: gym.spaces.Space) -> bool:

@@ -16,7 +16,8 @@ evaluator, videos and `shoal.load(...).predict` see one converted space. What is
   dropped, since the networks take numbers; the registry warns in one line when it reads the
   spec;
 - MiniGrid's index image (`shoal.envs.minigrid`, recognised by its Dict of image, direction
-  and mission): one-hot planes per object, colour and state (or the indices scaled to [0, 1],
+  and mission, or alone under `ImgObsWrapper` by `minigrid.image_only`): one-hot planes per
+  object, colour and state (or the indices scaled to [0, 1],
   `minigrid_image="scaled"`), channels-first float32;
 - a Dict: each entry by these rules. Other spaces (Tuple, nested Dicts) are left as they are,
   for `EnvSpec` to refuse with its advice.
@@ -35,7 +36,14 @@ from typing import Any, Literal
 import gymnasium as gym
 import numpy as np
 
-from shoal.envs.minigrid import MiniGridImageMode, MiniGridIndices, is_minigrid_space
+from shoal.envs.minigrid import (
+    IndexImageSpace,
+    MiniGridImageMode,
+    MiniGridIndices,
+    image_only,
+    is_index_image_space,
+    is_minigrid_space,
+)
 from shoal.errors import EnvError
 
 __all__ = [
@@ -155,6 +163,9 @@ class ObservationConversion:
                 {k: entry.space for k, entry in self._entries.items()}
             )
             self._entry = None
+        elif is_index_image_space(raw_space):  # MiniGrid's image alone (`ImgObsWrapper`)
+            self._entry = MiniGridIndices(raw_space, minigrid_image)
+            self.space = self._entry.space
         else:
             entry = _entry(raw_space, image_layout, None)
             if entry is None:
@@ -217,6 +228,8 @@ def adapt_observations(
 ) -> gym.Env:
     """`env` with observations shoal's networks take: wrapped in `ConvertedObservations` if
     its space needs converting, else `env` itself."""
+    if image_only(env):  # MiniGrid's index image under ImgObsWrapper: not pixels
+        env = IndexImageSpace(env)
     adapted = ConvertedObservations(env, image_layout, minigrid_image)
     return adapted if adapted.conversion.changes else env
 

@@ -81,8 +81,10 @@ CHECKPOINT_KEYS = (
     "learner",
 )
 # Keys a checkpoint may lack, read with a default: `counts` and `policies` came after the first
-# checkpoints (older runs still resume), `replay` only goes with a replay snapshot.
-CHECKPOINT_OPTIONAL_KEYS = ("counts", "policies", "replay")
+# checkpoints (older runs still resume), `replay` only goes with a replay snapshot, `spec` (the
+# env's spaces, `EnvSpec.to_data`) came later still: with it, `shoal.load` of a run trained on
+# an env object acts without the env.
+CHECKPOINT_OPTIONAL_KEYS = ("counts", "policies", "replay", "spec")
 # The key of the network's weights in every learner's `state_dict` (a checkpoint's `learner`):
 # the actors, the evaluator, the video recorder and `shoal.load` build the policy's network
 # from it without building the learner.

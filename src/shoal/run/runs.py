@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from shoal.run import storage
 from shoal.run.layout import CONFIG_FILE, METRICS_FILE, PROTOCOL_RECORDS, SUMMARY_FILE
 from shoal.run.summary import read_summary
 from shoal.telemetry import read_metrics
+from shoal.tree import flatten_dict
 
 __all__ = [
     "CONFIG_FILE",
@@ -28,10 +29,41 @@ __all__ = [
     "SUMMARY_FILE",
     "Run",
     "check_output",
+    "describe_group",
     "group_runs",
     "read_runs",
+    "same_seeds",
     "series",
 ]
+
+
+# Settings of config.yaml that say where and how a run was kept, not what it learned: runs
+# differing only in these (and in the seed) are seeds of one experiment.
+_BOOKKEEPING = frozenset(
+    {
+        "seed",
+        "run.runs_dir",
+        "run.run_name",
+        "run.progress",
+        "run.tensorboard",
+        "run.logger",
+        "run.log_interval",
+        "run.checkpoint_interval",
+        "run.keep_checkpoints",
+        "run.checkpoint_replay",
+        "run.replay_snapshot_budget",
+        "run.keep_best",
+        "run.video_every",
+        "run.max_time",
+        "run.eval_max_time",
+        "run.address",
+        "run.torch_threads",
+        "run.learner_device",
+        "run.learner_gpus",
+        "run.max_learner_restarts",
+    }
+)
+_BOOKKEEPING_SUFFIXES = ("_cpus", "_memory_mb", "_resources")
 
 
 @dataclass(frozen=True)
@@ -43,11 +75,27 @@ class Run:
     rows: list[dict[str, Any]]
     summary: dict[str, Any] | None
     protocol: dict[str, Any] | None  # the newest Atari no-op starts evaluation, if any
+    config: dict[str, Any] = field(default_factory=dict)  # its config.yaml
 
     @property
     def group(self) -> tuple[str, str]:
-        """Runs of one algorithm on one env are seeds of one experiment."""
+        """The algorithm and env; `group_runs` also separates runs whose settings differ."""
         return self.algo, self.env
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run stopped and said so (summary.json); else it is still running, or
+        was killed before it could write one."""
+        return self.summary is not None
+
+    def settings(self) -> dict[str, str]:
+        """What the run learned with: its config, flattened (`agent.learning_rate`), less
+        the seed and the bookkeeping (`_BOOKKEEPING`: where it logged, how often it saved)."""
+        return {
+            key: json.dumps(value) if not isinstance(value, str) else value
+            for key, value in flatten_dict(self.config, ".")
+            if key not in _BOOKKEEPING and not key.endswith(_BOOKKEEPING_SUFFIXES)
+        }
 
 
 def read_runs(paths: Sequence[str | Path]) -> list[Run]:
@@ -125,6 +173,7 @@ def _read_run(path: Path) -> Run:
         read_metrics(path / METRICS_FILE),
         read_summary(path),
         _read_json(records[-1]) if records else None,
+        config,
     )
 
 
@@ -136,12 +185,45 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def group_runs(runs: Iterable[Run]) -> dict[tuple[str, str], list[Run]]:
-    """Runs by (algo, env), groups in the order their first run was given, seeds sorted."""
-    groups: dict[tuple[str, str], list[Run]] = {}
+def group_runs(runs: Iterable[Run]) -> dict[tuple[str, ...], list[Run]]:
+    """Seeds of one experiment together: runs of one algorithm on one env with the same
+    settings (`Run.settings`, all but the seed and bookkeeping). The key is `(algo, env)`,
+    followed, where runs of that algorithm and env differ, by `"name=value"` for each setting
+    that differs (`("ppo", "CartPole-v1", "agent.learning_rate=0.001")`). Groups come in the
+    order their first run was given, seeds sorted."""
+    by_env: dict[tuple[str, str], list[Run]] = {}
     for run in runs:
-        groups.setdefault(run.group, []).append(run)
+        by_env.setdefault(run.group, []).append(run)
+    groups: dict[tuple[str, ...], list[Run]] = {}
+    for key, members in by_env.items():
+        settings = [run.settings() for run in members]
+        names = sorted({name for s in settings for name in s})
+        differ = [n for n in names if len({s.get(n, "(unset)") for s in settings}) > 1]
+        for run, mine in zip(members, settings, strict=True):
+            label = tuple(f"{n}={mine.get(n, '(unset)')}" for n in differ)
+            groups.setdefault((*key, *label), []).append(run)
     return {key: sorted(members, key=lambda r: r.seed) for key, members in groups.items()}
+
+
+def describe_group(key: tuple[str, ...]) -> str:
+    """`ppo on CartPole-v1`, with the settings that set its group apart in brackets."""
+    algo, env, *settings = key
+    return f"{algo} on {env}" + (f" [{', '.join(settings)}]" if settings else "")
+
+
+def same_seeds(groups: dict[tuple[str, ...], list[Run]]) -> list[str]:
+    """Notes on groups that hold one seed more than once (runs whose only difference is a
+    setting shoal counts as bookkeeping), which the statistics treat as separate seeds."""
+    notes = []
+    for key, members in groups.items():
+        seeds = [run.seed for run in members]
+        repeated = sorted({seed for seed in seeds if seeds.count(seed) > 1})
+        if repeated:
+            notes.append(
+                f"{describe_group(key)}: seed {', '.join(map(str, repeated))} appears in more "
+                "than one run with the same settings; each run counts as a seed."
+            )
+    return notes
 
 
 def series(run: Run, x: str, metric: str) -> tuple[list[float], list[float]]:

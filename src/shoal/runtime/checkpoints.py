@@ -2,8 +2,9 @@
 with the run's counters and, where the run keeps one, a replay snapshot; and the resume from one.
 
 A checkpoint holds the learner's `state_dict`, the counter's state (`Counter.state`), the
-launcher's event counts, torch's generator, the acting policies' merged `state_dict`s and how
-many times the run was resumed; it is never written of weights that hold NaN or inf.
+launcher's event counts, torch's generator, the acting policies' merged `state_dict`s, the
+env's spaces and how many times the run was resumed; it is never written of weights that hold
+NaN or inf.
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ class Checkpoints:
             "torch_rng": torch.get_rng_state(),
             "learner": learner_state,
             "policies": dict(self.policy_state),
+            "spec": self.program.spec.to_data(),
         }
         path = save_checkpoint(
             self.program.checkpoint_dir,

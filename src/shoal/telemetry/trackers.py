@@ -3,8 +3,10 @@ and MLflow.
 
 Every tracker is fed the same rows, one `write(row)` call per row, the step being the row's
 `env_steps`. A row's non-finite numbers arrive as None (jsonl writes null, csv an empty cell;
-TensorBoard, W&B and MLflow skip them). W&B and MLflow are imported only when chosen, and
-`check_installed` refuses a chosen one that is not installed before a run directory exists.
+TensorBoard, W&B and MLflow skip them). TensorBoard and W&B group the keys into sections
+(`tensorboard_tag`); jsonl, csv and MLflow keep the plain keys. W&B and MLflow are imported
+only when chosen, and `check_installed` refuses a chosen one that is not installed before a
+run directory exists.
 Their run ids are kept in `RUN_DIR/trackers.json`, so `shoal train --resume` continues the same
 W&B and MLflow runs.
 """
@@ -30,6 +32,7 @@ from shoal.run.layout import (
     METRICS_FILE,
     TENSORBOARD_DIR,
     TRACKER_IDS_FILE,
+    VIDEO_DIR,
 )
 from shoal.tree import flatten_dict
 
@@ -170,7 +173,10 @@ class TensorBoardTracker:
         from torch.utils.tensorboard import SummaryWriter
 
         tb = run_dir / TENSORBOARD_DIR
-        self.writer = SummaryWriter(str(tb), purge_step=resume_step if tb.exists() else None)
+        # TensorBoard purges events at purge_step and later; the checkpoint's own step (its
+        # final row and evaluation) is kept, as metrics.jsonl keeps it.
+        purge = resume_step + 1 if resume_step is not None and tb.exists() else None
+        self.writer = SummaryWriter(str(tb), purge_step=purge)
 
     def write(self, row: dict[str, Any]) -> None:
         step = int(row["env_steps"])
@@ -243,8 +249,9 @@ def _start_failed(tracker: str, err: Exception, advice: str) -> TrackerError:
 
 class WandbTracker:
     """A Weights & Biases run named after the run directory, in project $WANDB_PROJECT (default
-    `shoal`), grouped by algorithm and env so seeds sit together; its files go to
-    `RUN_DIR/wandb`. With WANDB_MODE=offline nothing leaves the machine until
+    `shoal`), grouped by algorithm and env so seeds sit together, its keys grouped into
+    sections as TensorBoard's (`tensorboard_tag`); its files go to `RUN_DIR/wandb`. With
+    WANDB_MODE=offline nothing leaves the machine until
     `wandb sync RUN_DIR/wandb/offline-run-*`."""
 
     def __init__(self, run_dir: Path, resume_step: int | None) -> None:
@@ -277,20 +284,54 @@ class WandbTracker:
             self.run.config.update(config, allow_val_change=True)
 
     def write(self, row: dict[str, Any]) -> None:
-        self.run.log(scalars(row), step=int(row["env_steps"]))
+        # Keys grouped as TensorBoard's (`train/loss`): W&B makes a section per prefix.
+        numbers = {tensorboard_tag(key): value for key, value in scalars(row).items()}
+        self.run.log(numbers, step=int(row["env_steps"]))
 
     def close(self, ok: bool) -> None:
         self.run.finish(exit_code=0 if ok else 1)
 
 
+def _mlflow_start_failed(err: Exception) -> TrackerError:
+    """What to do when MLflow's store does not open; the two stores a new user meets first
+    (MLflow 3's default sqlite store without SQLAlchemy, a file store without the opt-in)
+    get their own advice."""
+    uri = os.environ.get("MLFLOW_TRACKING_URI")
+    file_store = "file: store, e.g. MLFLOW_TRACKING_URI=file:///abs/path/mlruns"
+    if "MLFLOW_ALLOW_FILE_STORE" in str(err):
+        return TrackerError(
+            f"MLflow could not start a run: MLflow 3 opens a file store (MLFLOW_TRACKING_URI="
+            f"{uri or './mlruns'}) only with MLFLOW_ALLOW_FILE_STORE=true in the environment. "
+            "Set it, or point MLFLOW_TRACKING_URI at a server (http://host:5000) or a database "
+            "(sqlite:///mlflow.db, with the full mlflow package)."
+        )
+    if not uri and importlib.util.find_spec("sqlalchemy") is None:
+        return TrackerError(
+            "MLflow could not start a run: with MLFLOW_TRACKING_URI unset MLflow 3 stores runs "
+            "in sqlite:///mlflow.db, which needs the full mlflow package, and only "
+            "mlflow-skinny is installed (as shoal's dev extra installs it). Run `pip install "
+            f"'shoal[mlflow]'`, or set MLFLOW_TRACKING_URI to a server (http://host:5000) or a "
+            f"{file_store} together with MLFLOW_ALLOW_FILE_STORE=true."
+        )
+    return _start_failed(
+        "MLflow",
+        err,
+        "Check MLFLOW_TRACKING_URI (a server such as http://host:5000, or a store such as "
+        f"sqlite:///mlflow.db, or a {file_store} with MLFLOW_ALLOW_FILE_STORE=true).",
+    )
+
+
 class MlflowTracker:
     """An MLflow run named after the run directory, in experiment $MLFLOW_EXPERIMENT_NAME
     (default `shoal`) of the tracking store MLflow is set to (MLFLOW_TRACKING_URI: a server, a
-    database or a file store; unset, MLflow's own default), with the run's config as params."""
+    database or a file store; unset, MLflow's own default), with the run's config as params
+    and `config.yaml` as an artifact (again on a resume, whose settings may differ); its
+    videos (`RUN_DIR/videos`) are logged as artifacts under `videos/` when it closes."""
 
     def __init__(self, run_dir: Path, resume_step: int | None) -> None:
         from mlflow.tracking import MlflowClient
 
+        self.run_dir = run_dir
         run_id = _tracker_ids(run_dir).get("mlflow")
         try:
             self.client = MlflowClient()
@@ -299,13 +340,9 @@ class MlflowTracker:
                 _keep_tracker_id(run_dir, "mlflow", run_id)
             else:
                 self.client.update_run(run_id, status="RUNNING")
+            self.client.log_artifact(run_id, str(run_dir / CONFIG_FILE))
         except Exception as err:  # MLflow raises its own errors for stores and servers
-            raise _start_failed(
-                "MLflow",
-                err,
-                "Check MLFLOW_TRACKING_URI (a server such as http://host:5000, or a store such "
-                "as sqlite:///mlflow.db).",
-            ) from None
+            raise _mlflow_start_failed(err) from None
         self.run_id = run_id
 
     def _create_run(self, run_dir: Path) -> str:
@@ -333,7 +370,12 @@ class MlflowTracker:
         self.client.log_batch(self.run_id, metrics=metrics)
 
     def close(self, ok: bool) -> None:
-        self.client.set_terminated(self.run_id, "FINISHED" if ok else "FAILED")
+        videos = self.run_dir / VIDEO_DIR
+        try:
+            if videos.is_dir() and any(videos.iterdir()):
+                self.client.log_artifacts(self.run_id, str(videos), VIDEO_DIR)
+        finally:
+            self.client.set_terminated(self.run_id, "FINISHED" if ok else "FAILED")
 
 
 def _flatten(config: dict[str, Any]) -> list[tuple[str, Any]]:

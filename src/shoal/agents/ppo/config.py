@@ -16,8 +16,13 @@ class PPOConfig:
     anneal_lr: bool = param(True, "Decay the learning rate linearly to 0 over the budget.")
     rollout_length: int = param(128, "Steps per environment between updates (T).")
     num_epochs: int = param(4, "Passes over each rollout.")
-    minibatch_size: int = param(
-        256, "Samples per gradient step; at most rollout_length x num_envs."
+    minibatch_size: int | None = param(
+        256,
+        "Samples per gradient step; at most rollout_length x num_envs. None: the batch divided "
+        "into num_minibatches.",
+    )
+    num_minibatches: int = param(
+        1, "Minibatches per epoch when minibatch_size is None, whatever the number of envs."
     )
     gamma: float = param(0.99, "Discount factor.")
     gae_lambda: float = param(0.95, "GAE lambda: 0 is TD(0), 1 is Monte-Carlo.")
@@ -45,9 +50,9 @@ class PPOConfig:
     )
 
     def __post_init__(self) -> None:
-        positive = ("learning_rate", "rollout_length", "num_epochs", "minibatch_size", "clip_eps")
-        for name in positive:
-            if getattr(self, name) <= 0:
+        positive = ("learning_rate", "rollout_length", "num_epochs", "num_minibatches", "clip_eps")
+        for name in (*positive, "minibatch_size"):
+            if getattr(self, name) is not None and getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}.")
         for name in ("gamma", "gae_lambda"):
             if not 0.0 <= getattr(self, name) <= 1.0:
@@ -69,6 +74,14 @@ def validate(config: PPOConfig, layout: Layout) -> None:
     of every actor's envs."""
     num_envs = layout.total_envs
     rollout = config.rollout_length * num_envs
+    if config.minibatch_size is None:
+        if config.num_minibatches > rollout:
+            raise ValueError(
+                f"num_minibatches={config.num_minibatches} is more than the {rollout} samples of "
+                f"a rollout (rollout_length x num_envs = {config.rollout_length} x {num_envs}). "
+                f"Set --agent.num-minibatches to at most {rollout} or collect longer rollouts."
+            )
+        return
     if config.minibatch_size > rollout:
         raise ValueError(
             f"minibatch_size={config.minibatch_size} is larger than a rollout of "

@@ -79,7 +79,9 @@ class PPOLearner(NetworkLearner):
         size = data.actions.shape[0]
         if size == 0:  # no row held an agent
             return {}
-        mb = min(config.minibatch_size, size)  # a round that lost an actor is smaller
+        # minibatch_size None: the batch in num_minibatches parts, so any number of envs fits.
+        wanted = config.minibatch_size or max(size // config.num_minibatches, 1)
+        mb = min(wanted, size)  # a round that lost an actor is smaller
         sums: dict[str, float] = {}
         steps = 0
         for _ in range(config.num_epochs):
