@@ -32,6 +32,7 @@ from shoal.data import Batch
 from shoal.errors import ShoalError, user_error
 from shoal.run.checkpoints import load_latest
 from shoal.runtime.program import Program
+from shoal.runtime.ray_signals import die_on_sigterm
 from shoal.runtime.snapshots import guarded
 
 MAX_PENDING_FEEDBACK = 8
@@ -101,6 +102,7 @@ class TableProcess:
     ) -> None:
         """`checkpoints`: the run's checkpoint folder, absolute (a Ray worker's working
         directory is not the driver's), where a restarted shard finds its snapshot."""
+        die_on_sigterm()
         self.table = program.data_path().make_table(shards, program.seed + 7919 * (index + 1))
         self.order = InsertOrder()  # actors' inserts: once each, in order
         # A restarted shard: what it came back with (`recovery`). The first start is restored
