@@ -139,17 +139,17 @@ def test_ctrl_c_during_the_final_evaluation_stops_it(tmp_path):
 def test_an_unroll_longer_than_the_budget_is_said_up_front(capsys, tmp_path):
     argv = ["impala", "--env", "CartPole-v1", "--total-steps", "64", "--num-envs", "2"]
     argv += ["--agent.unroll-length", "100", "--runs-dir", str(tmp_path), "--eval-episodes", "0"]
-    code, _, err = _train(capsys, *argv)
+    code, out, _ = _train(capsys, *argv)
     assert code == 0
-    assert "will not update before --total-steps 64" in err and "one unroll is 200" in err
+    assert "will not update before --total-steps 64" in out and "one unroll is 200" in out
 
 
 def test_a_replay_warmup_longer_than_the_budget_is_said_up_front(capsys, tmp_path):
     argv = ["dqn", "--env", "CartPole-v1", "--total-steps", "500", "--eval-episodes", "0"]
     argv += ["--agent.min-replay-size", "1000", "--runs-dir", str(tmp_path)]
-    code, _, err = _train(capsys, *argv)
+    code, out, _ = _train(capsys, *argv)
     assert code == 0
-    assert "its replay's warm-up holds 1,000 steps" in err
+    assert "its replay's warm-up holds 1,000 steps" in out
 
 
 # ---- item 11: --resume of a run that used its --max-time -----------------------------------

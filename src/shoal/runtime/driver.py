@@ -221,8 +221,8 @@ class Driver:
         )
         self.callbacks.tell("on_start", start)
         warning = never_learns(program, self.counter.env_steps)
-        if warning is not None:
-            self.console.print(warning)
+        if warning is not None:  # on stdout: stderr is for what ends the run
+            print(warning, flush=True)
         return self
 
     def __exit__(self, *exc: object) -> None:
