@@ -119,6 +119,15 @@ def _train(args: argparse.Namespace, overrides: dict[str, dict[str, str]]) -> in
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
+    cut = result.evaluation or result.sampled_evaluation
+    if cut is not None and cut.stopped_by is not None:  # a signal during the final evaluation
+        print(
+            f"shoal: the run trained to its end; its final evaluation was stopped by "
+            f"{'SIGTERM' if cut.stopped_by == 'terminated' else 'Ctrl-C'} (its figures are of "
+            f"the episodes that ended before); `shoal eval {result.run_dir}` evaluates it again",
+            file=sys.stderr,
+        )
+        return EXIT_TERMINATED if cut.stopped_by == "terminated" else EXIT_INTERRUPTED
     return 0
 
 

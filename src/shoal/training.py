@@ -158,6 +158,17 @@ def _resumed(
             f"{store.where} already finished its budget of {resolved.run.total_steps} steps. "
             f"Pass a larger --total-steps to train it further."
         )
+    budget = resolved.run.train_time  # --max-time less the final evaluation's share
+    if state is not None and budget is not None and state["elapsed"] >= budget and not auto:
+        max_time = resolved.run.max_time
+        assert max_time is not None
+        raise ConfigError(
+            f"{store.where} already used its time budget: it trained for "
+            f"{state['elapsed']:,.0f} s over its attempts, and --max-time {max_time:g} counts "
+            f"them all (training gets {budget:,.0f} s of it, the final evaluation the rest). "
+            f"Pass a larger --max-time with --resume to train it further, e.g. "
+            f"`shoal train --resume {store.where} --max-time {2 * max_time:g}`."
+        )
     if state is not None and state.get("replay"):
         store.pull(f"{CHECKPOINT_DIR}/{name}" for name in state["replay"]["files"])
     if run:

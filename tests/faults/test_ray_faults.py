@@ -551,3 +551,27 @@ def test_sigterm_stops_a_ray_run_with_a_checkpoint_and_the_same_command_continue
 
 def _placement_if_any(run_dir: Path) -> dict | None:
     return _placement(run_dir) if (run_dir / "ray_actors.json").exists() else None
+
+
+def test_a_replay_shard_sigterm_is_a_kill_it_comes_back_and_the_run_finishes(
+    ray_cluster, tmp_path, capsys
+):
+    # Issue 35, item 5: Ray's workers take SIGTERM as a graceful exit that waits for the calls
+    # in flight, and a shard's insert waits for room only the learner's samples make: the shard
+    # never exited nor answered, and the run hung at its next checkpoint, past --max-time.
+    runs = tmp_path / "runs"
+    argv = ["apex", "--env", "CartPole-v1", *RAY, *QUIET, "--replay-shards", "2"]
+    argv += ["--total-steps", "6000", "--max-time", "300", "--checkpoint-interval", "1000"]
+    argv += ["--log-interval", "500"]
+    outcome = _train_in_thread([*argv, "--runs-dir", str(runs), "--run-name", "term"])
+    run_dir = runs / "term"
+    termed = _started(outcome, run_dir)["replay1"]["pid"]
+    _wait_for(outcome, lambda: _snapshotted(run_dir), "wrote a replay snapshot")
+    os.kill(termed, signal.SIGTERM)
+    outcome["thread"].join(timeout=360)
+    assert not outcome["thread"].is_alive(), "the run hung after a replay shard's SIGTERM"
+    assert outcome.get("code") == 0, outcome.get("error")
+    assert "Traceback" not in capsys.readouterr().err
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["replay_restarts"] == 1 and summary["stop_reason"] == "total_steps"
+    assert _placement(run_dir)["replay1"]["pid"] != termed

@@ -159,3 +159,6 @@ class DataPath:
     actors_inline: bool = False
     sharded: bool = False  # ray: tables in --replay-shards processes, else in the learner's
     merge_stats: Callable[[Sequence[dict[str, float]]], dict[str, float]] = sum_stats
+    # Env steps the table needs before the learner's first sample (a replay's warm-up, its
+    # minimum size); 0: learning starts with the first unroll. Runs shorter are refused.
+    warmup_steps: int = 0

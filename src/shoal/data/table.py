@@ -203,13 +203,15 @@ def replay_data_path(
     unroll_length: int,
     make_table: Callable[[int, int], ReplayTable],
     make_adder: Callable[[Any, int], Adder],
+    warmup_steps: int = 0,
 ) -> DataPath:
     """The data path of a replay agent: its tables sharded over `--replay-shards` processes on
     ray, their stats merged as one replay's; inline, acting and learning in turn (the table
     fixes how much is learned per step anyway, and in turn a seed learns the same whatever else
-    the machine is doing)."""
+    the machine is doing). `warmup_steps`: see `DataPath`."""
     return DataPath(
         unroll_length=unroll_length,
+        warmup_steps=warmup_steps,
         make_table=make_table,
         make_adder=make_adder,
         overlap=False,

@@ -23,7 +23,7 @@ import numpy as np
 
 from shoal.envs.agent_rows import AgentRows
 from shoal.envs.spec import EnvSpec
-from shoal.envs.vector import VectorStep, check_finite, checked_obs, env_failure
+from shoal.envs.vector import VectorStep, check_finite, checked_obs, env_failure, make_each
 from shoal.errors import EnvError
 from shoal.tree import assign, map_tree
 
@@ -36,7 +36,7 @@ class PettingZooVectorEnv:
     def __init__(
         self, factories: Sequence[Callable[[], AgentRows]], spec: EnvSpec, seed: int
     ) -> None:
-        self.games = [make() for make in factories]
+        self.games = make_each(factories, spec)
         self.spec, self.seed = spec, seed
         self.agents_per_game = self.games[0].num_rows
         self.num_envs = len(self.games) * self.agents_per_game

@@ -7,6 +7,7 @@ truncated episodes from their real final state and never mixes two episodes in o
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -61,7 +62,7 @@ class InProcessVectorEnv:
     """Steps E environments one after another in this process (Box or Dict observations)."""
 
     def __init__(self, factories: Sequence[EnvFactory], spec: EnvSpec, seed: int) -> None:
-        self.envs = [make() for make in factories]
+        self.envs = make_each(factories, spec)
         self.spec = spec
         self.num_envs = len(self.envs)
         self.seed = seed
@@ -153,6 +154,30 @@ def in_process_vector_env(factories: Sequence[EnvFactory], spec: EnvSpec, seed: 
 
         return PettingZooVectorEnv(factories, spec, seed)
     return InProcessVectorEnv(factories, spec, seed)
+
+
+def make_each(factories: Sequence[EnvFactory], spec: EnvSpec) -> list:
+    """One env of each factory; a factory that raises (the first env, made to read the spaces,
+    was made, so a later call: a license, a port, a display, a file one env holds) closes the
+    envs made so far and raises an EnvError naming it."""
+    envs: list = []
+    for i, make in enumerate(factories):
+        try:
+            envs.append(make())
+        except Exception as err:
+            for env in envs:
+                with contextlib.suppress(Exception):
+                    env.close()
+            if isinstance(err, EnvError):
+                raise
+            raise EnvError(
+                f"Making env {i} of {len(factories)} of {spec.env_id} failed: "
+                f"{type(err).__name__}: {err}. Its factory made an env before (to read the "
+                "spaces), so it fails on a later call: the error is in the environment's code "
+                "or what it needs (a license, a port, a display, a file one env holds open); "
+                "fix it there, or try fewer envs (--num-envs)."
+            ) from None
+    return envs
 
 
 def env_failure(spec: EnvSpec, index: int, step: int, call: str, err: Exception) -> EnvError:

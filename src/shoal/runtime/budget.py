@@ -35,6 +35,34 @@ def check_budget(program: Program) -> None:
         _check_build_time(program, built_together, run.max_time)
 
 
+def first_update_steps(program: Program) -> int:
+    """Env steps the run takes before the learner's first update, at least: one unroll of an
+    actor's envs, or the replay's warm-up (`DataPath.warmup_steps`) if longer."""
+    run, path = program.run, program.data_path()
+    one_process = run.runtime == "inline" or run.inference == "central"
+    envs = program.layout.total_envs if one_process else run.num_envs
+    return max(path.unroll_length * envs, path.warmup_steps)
+
+
+def never_learns(program: Program, steps_done: int) -> str | None:
+    """What to say, before the run starts, of a step budget that ends before the learner's
+    first update (it would train nothing, yet end as if it had); None if it does not."""
+    run, path = program.run, program.data_path()
+    needed = first_update_steps(program)
+    if steps_done + needed <= run.total_steps:
+        return None
+    if path.warmup_steps >= path.unroll_length:
+        why = f"its replay's warm-up holds {path.warmup_steps:,} steps before learning starts"
+        fix = "Lower the agent's min_replay_size / learning_starts"
+    else:
+        why = f"one unroll is {needed:,} env steps (T = {path.unroll_length:,} x the envs)"
+        fix = "Lower the agent's unroll length or --num-envs"
+    return (
+        f"warning: the learner will not update before --total-steps {run.total_steps:,} ends "
+        f"this run ({steps_done:,} steps done): {why}. {fix}, or raise --total-steps."
+    )
+
+
 def _machine_memory() -> int | None:
     """Bytes of physical memory, or None where the system does not say."""
     try:

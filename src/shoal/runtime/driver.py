@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from shoal.runtime.actor import ActorStats
+from shoal.runtime.budget import never_learns
 from shoal.runtime.callbacks import (
     BEST_POLICY,
     Callback,
@@ -164,14 +165,21 @@ class Driver:
 
     def finish(self, learner_state: dict[str, Any]) -> None:
         """The end of a run: the final checkpoint; unless Ctrl-C stopped it, the final greedy
-        and sampling evaluations within what --max-time leaves (`RunConfig.final_eval_time`);
-        then the last metrics row, with the evaluations' keys, if anything happened since the
-        newest row."""
+        and sampling evaluations within what --max-time leaves (`RunConfig.final_eval_time`),
+        cut short by a Ctrl-C or SIGTERM during them; then the last metrics row, with the
+        evaluations' keys, if anything happened since the newest row."""
         for hook in self.hooks:
             hook.on_finish()
+        if self.counter.updates == 0 and not self.stop_requested:
+            self.console.print(
+                f"warning: the run ended ({self.counter.stop_reason()}) at "
+                f"{self.counter.env_steps:,} env steps before the learner's first update: it "
+                "learned nothing. Raise --total-steps / --max-time, or lower the agent's unroll "
+                "length or replay warm-up (min_replay_size, learning_starts)."
+            )
         self.checkpoint(learner_state)
         if not self.stop_requested:
-            for evaluation in self.evaluations.final_evaluations(learner_state):
+            for evaluation in self.evaluations.final_evaluations(learner_state, self._signalled):
                 self.rows.pending.update(evaluation_row(evaluation))
         if self.counter.env_steps > self.rows.logged_step or self.rows.pending:
             self._write_row()
@@ -185,6 +193,10 @@ class Driver:
 
     def should_stop(self) -> bool:
         return self.stop_requested or self.counter.stop_reason() is not None
+
+    def _signalled(self) -> str | None:
+        """ "interrupted" (Ctrl-C) or "terminated" (SIGTERM) once a signal asked to stop."""
+        return self.counter.interruption if self.stop_requested else None
 
     @property
     def stop_requested(self) -> bool:
@@ -208,6 +220,9 @@ class Driver:
             self.counter.env_steps,
         )
         self.callbacks.tell("on_start", start)
+        warning = never_learns(program, self.counter.env_steps)
+        if warning is not None:  # on stdout: stderr is for what ends the run
+            print(warning, flush=True)
         return self
 
     def __exit__(self, *exc: object) -> None:

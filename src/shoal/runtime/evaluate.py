@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import NamedTuple
 
@@ -29,6 +29,8 @@ class EvalResult:
     # far (`partial`), which is all there is to say of a policy that never ends an episode.
     unfinished: int = 0
     partial: bool = False
+    # Ctrl-C ("interrupted") or SIGTERM ("terminated") stopped it early, as a time bound would.
+    stopped_by: str | None = None
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -36,6 +38,9 @@ class EvalResult:
     def line(self, deterministic: bool) -> str:
         mode = "deterministic" if deterministic else "stochastic"
         what = f"{self.episodes} episodes"
+        if self.stopped_by is not None:
+            signal = "Ctrl-C" if self.stopped_by == "interrupted" else "SIGTERM"
+            what += f", stopped early by {signal}"
         if self.partial:
             what = f"no episode ended in its time bound: returns so far of {self.episodes}"
         elif self.unfinished:
@@ -56,13 +61,16 @@ def evaluate_policy(
     max_time: float | None = None,
     progress: bool = False,
     env: VectorEnv | None = None,
+    stopped: Callable[[], str | None] | None = None,
 ) -> EvalResult:
     """Mean return of `episodes` whole episodes, stepping up to 8 envs together.
 
     `acting` holds the policy in its evaluation mode and carries each env's recurrent state.
     `max_time`: seconds after which the episodes still running are cut (`EvalResult.unfinished`);
     `progress`: a bar of episodes on stderr; `env`: the vector env to step (of
-    `eval_width(episodes)` envs, reset here and left open), else one made and closed here."""
+    `eval_width(episodes)` envs, reset here and left open), else one made and closed here;
+    `stopped`: asked after each step, why to stop now (the episodes running are then cut, as
+    at `max_time`), or None to go on."""
     deadline = None if max_time is None else time.monotonic() + max_time
     owned = env is None
     if env is None:
@@ -74,7 +82,7 @@ def evaluate_policy(
     )
     ended: list[Ended] = []
     try:
-        for episode in run_episodes(acting, env, episodes, deadline):
+        for episode in run_episodes(acting, env, episodes, deadline, stopped):
             ended.append(episode)
             if bar is not None and not episode.cut:
                 bar.update(1)
@@ -95,6 +103,7 @@ def evaluate_policy(
         mean_length=float(np.mean([e.length for e in counted])),
         unfinished=len(ended) - len(whole) if whole else 0,
         partial=not whole,
+        stopped_by=None if stopped is None else stopped(),
     )
 
 
@@ -112,14 +121,19 @@ class Ended(NamedTuple):
 
 
 def run_episodes(
-    acting: Acting, env: VectorEnv, episodes: int, deadline: float | None = None
+    acting: Acting,
+    env: VectorEnv,
+    episodes: int,
+    deadline: float | None = None,
+    stopped: Callable[[], str | None] | None = None,
 ) -> Iterator[Ended]:
     """Step `env` (freshly made, not yet reset) with `acting` until `episodes` episodes ended.
 
     Yields each counted episode as it ends. The first `episodes` episodes to start are counted:
     an env that ends an episode once that many have started stops counting, so long episodes
     are not left out in favour of short ones. Past `deadline` (`time.monotonic()`), the counted
-    episodes still running are yielded as they stand, `cut`, and stepping stops."""
+    episodes still running are yielded as they stand, `cut`, and stepping stops; the same once
+    `stopped()` gives a reason (Ctrl-C)."""
     width = env.num_envs
     obs = env.reset()
     started = width  # episodes begun
@@ -128,7 +142,8 @@ def run_episodes(
     lengths = np.zeros(width, np.int64)
     counted = 0
     while counted < episodes:
-        if deadline is not None and time.monotonic() >= deadline:
+        late = deadline is not None and time.monotonic() >= deadline
+        if late or (stopped is not None and stopped() is not None):
             for b in np.nonzero(active)[0]:
                 yield Ended(int(b), float(running[b]), int(lengths[b]), False, cut=True)
             return

@@ -70,7 +70,9 @@ class Evaluator:
         final: bool,
         max_time: float | None = None,
         progress: bool = False,
+        stopped: Callable[[], str | None] | None = None,
     ) -> Evaluation:
+        """`stopped`: why to stop early (see `evaluate_policy`)."""
         program = self.program
         if self._net is None:
             self._net = program.agent.make_networks(program.spec, program.agent_config)
@@ -89,6 +91,7 @@ class Evaluator:
                 max_time,
                 progress,
                 self._env(episodes),
+                stopped,
             )
         # The weights and policy state as they were evaluated, for a callback that keeps them.
         payload = policy_payload(
@@ -155,9 +158,13 @@ class Evaluations:
         self._next_eval = next_multiple(self.counter.env_steps, run.eval_every or 1)
         return evaluation
 
-    def final_evaluations(self, learner_state: dict[str, Any]) -> list[Evaluation]:
+    def final_evaluations(
+        self, learner_state: dict[str, Any], stopped: Callable[[], str | None] | None = None
+    ) -> list[Evaluation]:
         """The final greedy and sampling evaluations (none with --eval-episodes 0), within
-        what --max-time leaves (`RunConfig.final_eval_time`), the greedy one taking half."""
+        what --max-time leaves (`RunConfig.final_eval_time`), the greedy one taking half.
+        `stopped`: why to stop now (Ctrl-C or SIGTERM during them): the evaluation running is
+        cut there, and the next is not made."""
         run, made = self.program.run, list[Evaluation]()
         if run.eval_episodes <= 0:
             return made
@@ -171,9 +178,11 @@ class Evaluations:
             (1.0, "sample"),
         )
         for share, mode in modes:
+            if made and stopped is not None and stopped() is not None:
+                break
             left = None if deadline is None else share * (deadline - time.monotonic())
             evaluation = self._evaluate(
-                learner_state, mode, run.eval_episodes, final=True, max_time=left
+                learner_state, mode, run.eval_episodes, final=True, max_time=left, stopped=stopped
             )
             self.final[mode] = evaluation
             made.append(evaluation)
@@ -200,6 +209,7 @@ class Evaluations:
         episodes: int,
         final: bool,
         max_time: float | None = None,
+        stopped: Callable[[], str | None] | None = None,
     ) -> Evaluation:
         steps = self.counter.env_steps
         evaluation = self.evaluator.evaluate(
@@ -211,6 +221,7 @@ class Evaluations:
             final=final,
             max_time=max_time,
             progress=final and self.program.run.progress,
+            stopped=stopped,
         )
         if not final:
             self.say(

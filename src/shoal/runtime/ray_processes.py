@@ -25,6 +25,7 @@ from shoal.runtime.actor import ActorStats, build_actor
 from shoal.runtime.central import CentralActing, EnvLoop, EnvStep
 from shoal.runtime.learning import LearnerLoop, WeightsBoard, build_learner
 from shoal.runtime.program import Program
+from shoal.runtime.ray_signals import die_on_sigterm
 from shoal.runtime.tables import InsertOrder, RemoteTable, ShardedTables
 
 LEARN_SECONDS = 0.1  # a driver's learn call returns after about this long with updates
@@ -75,6 +76,7 @@ class LearnerProcess:
         `policy_state`: the checkpointed policies' state (for the central server's policy)."""
         import ray
 
+        die_on_sigterm()
         handles = [ray.get_actor(name) for name in shards]
         torch.set_num_threads(threads)
         torch.manual_seed(program.seed)
@@ -192,6 +194,7 @@ class ActorProcess:
         the env steps the run took before it started (see `build_acting`)."""
         import ray
 
+        die_on_sigterm()
         torch.set_num_threads(1)
         torch.manual_seed(seed)
         # Handles by name, so a restarted actor finds them again (handles as constructor
@@ -218,6 +221,7 @@ class EnvActorProcess:
     """Steps `num_envs` environments with actions from the learner's inference server."""
 
     def __init__(self, program: Program, index: int, seed: int) -> None:
+        die_on_sigterm()
         torch.set_num_threads(1)
         env = make_vector_env(
             program.env_source, program.spec, program.env_config, program.run.num_envs, seed

@@ -32,6 +32,7 @@ from shoal.data import Batch, ReplayTable
 from shoal.errors import ShoalError, user_error
 from shoal.run.checkpoints import load_latest
 from shoal.runtime.program import Program
+from shoal.runtime.ray_signals import die_on_sigterm
 from shoal.runtime.snapshots import guarded
 
 MAX_PENDING_FEEDBACK = 8
@@ -101,6 +102,7 @@ class TableProcess:
     ) -> None:
         """`checkpoints`: the run's checkpoint folder, absolute (a Ray worker's working
         directory is not the driver's), where a restarted shard finds its snapshot."""
+        die_on_sigterm()
         # Replay is what is sharded into processes (Ape-X, --replay-shards): a ReplayTable.
         table = program.data_path().make_table(shards, program.seed + 7919 * (index + 1))
         self.table = cast(ReplayTable, table)

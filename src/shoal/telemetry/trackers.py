@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from shoal.config import load_yaml, storage_error, write_atomically
-from shoal.errors import ConfigError, ShoalError
+from shoal.errors import ConfigError, ShoalError, StorageError
 from shoal.run.layout import (
     CONFIG_FILE,
     METRICS_CSV,
@@ -100,11 +100,23 @@ def scalars(row: dict[str, Any]) -> dict[str, float]:
 
 
 def read_metrics(path: Path) -> list[dict[str, Any]]:
-    """Rows of a metrics.jsonl; a last line cut short by a crash is skipped."""
+    """Rows of a metrics.jsonl; a last line cut short by a crash is skipped. A file that is
+    not UTF-8 text (not one shoal wrote, or damaged) is a StorageError naming the line."""
     if not path.exists():
         return []
     rows = []
-    for line in path.read_text().splitlines():
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise StorageError(
+            f"{path} is not a metrics file shoal can read: line {line} is not UTF-8 text "
+            f"(byte 0x{data[err.start]:02x} at offset {err.start}), so the file is damaged or "
+            "was not written by shoal. Nothing was changed; restore it from a copy, or move it "
+            "aside (the run's checkpoints do not need it)."
+        ) from None
+    for line in text.splitlines():
         try:
             rows.append(json.loads(line))
         except json.JSONDecodeError:

@@ -64,6 +64,11 @@ def check_video_path(path: Path) -> None:
             f"--video {path}: the folder {path.parent} does not exist; create it or choose "
             "another path."
         )
+    if not os.access(path.parent, os.W_OK):  # a read-only filesystem refuses root as well
+        raise StorageError(
+            f"--video {path}: the folder {path.parent} cannot be written here (read-only, or "
+            "not yours); choose a folder you can write to."
+        )
 
 
 class VideoWriter:
@@ -142,7 +147,9 @@ class VideoWriter:
             self._finish()
             self._process = None
         if self._tmp is not None:
-            self._tmp.unlink(missing_ok=True)
+            # A read-only filesystem refuses even to unlink a file that is not there.
+            with contextlib.suppress(OSError):
+                self._tmp.unlink(missing_ok=True)
             self._tmp = None
         if self._log is not None:
             self._log.close()

@@ -15,6 +15,7 @@ directory:
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import itertools
 import math
@@ -31,6 +32,7 @@ from shoal import experiment
 from shoal.errors import ConfigError, ShoalError
 from shoal.runtime.program import run_layout
 from shoal.tune.space import Space, load_space, parse_space
+from shoal.tune.trial import ERROR_KEY
 
 __all__ = ["TuneResult", "tune"]
 
@@ -192,6 +194,7 @@ def _plan(asked: _Asked) -> _Plan:
         )
     if not asked.metric or not isinstance(asked.metric, str):
         raise ConfigError("--metric names a column of metrics.jsonl, e.g. return_mean.")
+    _check_metric(asked.metric)
     if not asked.cpus_per_trial > 0:
         raise ConfigError(f"--cpus-per-trial must be > 0, got {asked.cpus_per_trial}.")
     run = dict(asked.run)
@@ -217,6 +220,33 @@ def _plan(asked: _Asked) -> _Plan:
             f"steps: a trial reports once a row), got {interval!r}."
         )
     return _Plan(asked, resolved, space, address, trials, interval)
+
+
+# Columns every run's metrics rows have (the learner's own figures come beside them).
+ROW_COLUMNS = (
+    *("env_steps", "frames", "episodes", "updates", "return_mean", "episode_length_mean"),
+    *("policy_lag", "time", "steps_per_second"),
+    *(
+        f"{prefix}{name}"
+        for prefix in ("eval_", "eval_sampled_")
+        for name in ("return_mean", "return_std", "return_min", "return_max", "length_mean")
+    ),
+)
+
+
+def _check_metric(metric: str) -> None:
+    """A --metric a letter or two from a column every run writes is a typo, refused before
+    the search runs (it would run every trial and rank none). Other names may be the
+    learner's figures, which only a run shows: `_check_outcome` says if none reported it."""
+    if metric in ROW_COLUMNS:
+        return
+    close = difflib.get_close_matches(metric, ROW_COLUMNS, n=1, cutoff=0.85)
+    if close:
+        raise ConfigError(
+            f"--metric {metric} is not a column of metrics.jsonl; did you mean {close[0]}? "
+            f"Every run writes {', '.join(ROW_COLUMNS[:9])} and eval_return_mean, plus its "
+            "learner's figures (see a run's metrics.jsonl)."
+        )
 
 
 def _check_corners(resolved: experiment.Resolved, space: Space) -> None:
@@ -577,7 +607,7 @@ def _connect(plan: _Plan) -> None:
 def _report(plan: _Plan, exp_dir: Path, grid: Any) -> TuneResult:
     metric, mode = plan.asked.metric, plan.asked.mode
     keys = [d.key for d in plan.space.dimensions]
-    rows = []
+    rows, reported = [], set[str]()  # the rows, and every metric the trials reported
     for result in grid:
         config = result.config or {}
         metrics = result.metrics or {}
@@ -603,6 +633,9 @@ def _report(plan: _Plan, exp_dir: Path, grid: Any) -> TuneResult:
         )
         if result.error:
             row["error"] = str(result.error).strip().splitlines()[-1][:200]
+        if metrics.get(ERROR_KEY):  # a user's mistake, ended without Tune's traceback
+            row["status"], row["error"] = "error", str(metrics[ERROR_KEY])
+        reported.update(_reported(frame))
         rows.append(row)
     rows.sort(key=lambda r: str(r["trial"]))
     scored = [r for r in rows if r[f"last {metric}"] is not None]
@@ -619,7 +652,47 @@ def _report(plan: _Plan, exp_dir: Path, grid: Any) -> TuneResult:
     print(table, end="")
     if best_path is not None:
         print(f"best settings: {best_path} (`shoal train --config {best_path}` trains them)")
+    _check_outcome(rows, reported, metric, exp_dir)
     return TuneResult(exp_dir, rows, best_row, best_path, table)
+
+
+def _reported(frame: Any) -> list[str]:
+    """The metrics a trial reported (Tune's own columns left out)."""
+    if frame is None:
+        return []
+    return [str(c) for c in frame.columns if "/" not in str(c) and c not in _TUNE_COLUMNS]
+
+
+_TUNE_COLUMNS = {
+    "timestamp", "checkpoint_dir_name", "done", "training_iteration", "trial_id", "date",
+    "time_this_iter_s", "time_total_s", "pid", "hostname", "node_ip", "time_since_restore",
+    "iterations_since_restore", ERROR_KEY,
+}  # fmt: skip
+
+
+def _check_outcome(
+    rows: list[dict[str, Any]], reported: set[str], metric: str, exp_dir: Path
+) -> None:
+    """A search that found nothing is a ShoalError (exit 2), once its table is written: every
+    trial failed (the first one's paragraph), or none reported --metric (a typo: the columns
+    they did report, the closest first)."""
+    if not rows:
+        return
+    failed = [r for r in rows if r["status"] == "error"]
+    if len(failed) == len(rows):
+        raise ShoalError(
+            f"Every trial of the search failed; the first: {failed[0].get('error')} "
+            f"{exp_dir / TABLE_FILE} lists each trial and its error; no {BEST_FILE} was written."
+        )
+    reported = reported - {metric}  # every result carries it, as NaN where not reported
+    if reported and not any(r[f"best {metric}"] is not None for r in rows):
+        close = difflib.get_close_matches(metric, reported, n=3, cutoff=0.5)
+        hint = f" Did you mean {' or '.join(close)}?" if close else ""
+        raise ConfigError(
+            f"No trial reported --metric {metric}, so no trial could be ranked and no "
+            f"{BEST_FILE} was written.{hint} The trials reported: {', '.join(sorted(reported))}. "
+            f"The trials' runs are kept in {exp_dir / 'runs'}; search again with one of them."
+        )
 
 
 def _trial_dir(exp_dir: Path, plan: _Plan, trial_id: str) -> Path:

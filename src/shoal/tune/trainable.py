@@ -25,7 +25,8 @@ from ray import tune
 from shoal import config as configs
 from shoal import experiment
 from shoal.checkpoint import load_checkpoint, load_latest
-from shoal.tune.trial import TrialRun
+from shoal.errors import ShoalError, user_error
+from shoal.tune.trial import ERROR_KEY, TrialRun
 
 __all__ = ["CHECKPOINT_FILE", "ShoalTrainable", "resolve_trial"]
 
@@ -88,7 +89,17 @@ class ShoalTrainable(tune.Trainable):
         assert run is not None
         rates = run.learning_rates() if run.learner is not None else []
         while True:
-            row, done = run.next_row()
+            try:
+                row, done = run.next_row()
+            except ShoalError as err:
+                # A user's mistake (an env that raises, a bad setting): the trial ends with
+                # the one paragraph, which the final table shows, not with Tune's traceback.
+                return {
+                    "done": True,
+                    ERROR_KEY: str(user_error(err)),
+                    "env_steps": self._last.get("env_steps", 0),
+                    self._metric: math.nan,
+                }
             if row is not None:
                 self._last = row
             if done or _finite(self._last.get(self._metric)):

@@ -34,6 +34,9 @@ __all__ = ["RemoteLearner", "TrialRun", "learning_rates"]
 
 SUMMARY_FILE = "summary.json"
 
+# The result key of a trial that ended on a user's mistake: its one paragraph.
+ERROR_KEY = "shoal_error"
+
 
 class _Abandon(BaseException):
     """Raised in the run's thread to leave the run where it is (its trial moved elsewhere)."""

@@ -74,5 +74,9 @@ def _adder(config: Agent57Config, policy: object, actor: int) -> SequenceAdder:
 def make_data_path(spec: EnvSpec, config: Agent57Config, layout: Layout) -> DataPath:
     make_replay(spec, config)  # observations replay cannot store fail before anything runs
     return replay_data_path(
-        config.unroll_length, partial(_table, spec, config), partial(_adder, config)
+        config.unroll_length,
+        partial(_table, spec, config),
+        partial(_adder, config),
+        # A sequence starts every sequence_period steps of an env.
+        warmup_steps=config.min_replay_size * config.sequence_period,
     )

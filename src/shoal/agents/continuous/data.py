@@ -76,7 +76,10 @@ def make_data_path(spec: EnvSpec, config: ReplaySettings, layout: Layout) -> Dat
     make_replay(spec, config)  # observations replay cannot store fail before anything runs
     # Sharded over --replay-shards on ray; inline, acting and learning in turn.
     return replay_data_path(
-        config.unroll_length, partial(_table, spec, config), partial(_adder, config)
+        config.unroll_length,
+        partial(_table, spec, config),
+        partial(_adder, config),
+        warmup_steps=config.learning_starts,
     )
 
 

@@ -56,5 +56,8 @@ def _adder(config: DQNConfig, policy: object, actor: int) -> NStepAdder:
 def make_data_path(spec: EnvSpec, config: DQNConfig, layout: Layout) -> DataPath:
     make_replay(spec, config)  # observations replay cannot store fail before anything runs
     return replay_data_path(
-        config.unroll_length, partial(_table, spec, config), partial(_adder, config)
+        config.unroll_length,
+        partial(_table, spec, config),
+        partial(_adder, config),
+        warmup_steps=config.min_replay_size,  # about one transition per env step
     )
