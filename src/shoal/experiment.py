@@ -201,8 +201,29 @@ def read_run_dir(
 _IMPORT_PATH = re.compile(r"^([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):[A-Za-z_][\w.]*$")
 
 
+# The packages of the env families shoal serves (its extras): importing one of them registers
+# that family's envs, which shoal does itself when it builds them, so a stored config naming one
+# (`--env.import-module minigrid`) runs no code the user did not install for shoal.
+ENV_FAMILY_MODULES = frozenset(
+    {
+        "gymnasium",
+        "ale_py",
+        "envpool",
+        "minatar",
+        "minigrid",
+        "vizdoom",
+        "dm_control",
+        "mujoco",
+        "pettingzoo",
+        "mpe2",
+        "dm_env",
+    }
+)
+
+
 def code_to_import(data: dict[str, Any]) -> list[str]:
-    """What a stored config would import from outside shoal, e.g. "env 'pkg.envs:make'"."""
+    """What a stored config would import from outside shoal and its env families' packages,
+    e.g. "env 'pkg.envs:make'"."""
     found = []
     env = data.get("env")
     factory = isinstance(env, str) and ":" in env and not is_env_object(env)
@@ -217,7 +238,8 @@ def code_to_import(data: dict[str, Any]) -> list[str]:
         match = _IMPORT_PATH.match(value) if isinstance(value, str) else None
         if match:
             found.append((match.group(1), f"agent.{key} {value!r}"))
-    return [what for module, what in found if module.split(".")[0] != "shoal"]
+    trusted = ENV_FAMILY_MODULES | {"shoal"}
+    return [what for module, what in found if module.split(".")[0] not in trusted]
 
 
 def refuse_untrusted_code(data: dict[str, Any], where: str | Path, what: str, whose: str) -> None:
