@@ -46,6 +46,10 @@ AGENTS: dict[str, tuple[str, str]] = {
         "shoal.agents.td3",
         "TD3: deterministic policy, twin critics, delayed updates, target smoothing (continuous)",
     ),
+    "ddpg": (
+        "shoal.agents.ddpg",
+        "DDPG: deterministic policy, one critic, Polyak targets, Gaussian or OU noise (continuous)",
+    ),
     "a2c": (
         "shoal.agents.a2c",
         "A2C: synchronous n-step advantage actor-critic, one gradient step per batch",

@@ -1,4 +1,5 @@
-"""Pure RL math: returns, advantages, policy losses, action distributions and critic targets.
+"""Pure RL math: returns, advantages, policy losses, action distributions, critic targets and
+exploration noise.
 
 Stateless functions on time-major `[T, B]` tensors (or any shape where no time axis exists), in
 the style of rlax: one topic per module, shape checks on entry, a paper reference per op. This
@@ -21,6 +22,7 @@ from shoal.ops.double_q import (
     soft_clipped_double_q_target,
 )
 from shoal.ops.evolution import ARSDirection, ars_direction, centered_ranks, es_gradient
+from shoal.ops.exploration import ornstein_uhlenbeck_step
 from shoal.ops.max_entropy import soft_policy_loss, temperature_loss
 from shoal.ops.policy_losses import (
     approx_kl,
@@ -73,6 +75,7 @@ __all__ = [
     "n_step_advantage",
     "n_step_returns",
     "normalize_advantages",
+    "ornstein_uhlenbeck_step",
     "retrace",
     "signed_hyperbolic",
     "signed_parabolic",

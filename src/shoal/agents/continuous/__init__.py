@@ -1,7 +1,8 @@
-"""The continuous-control family: what SAC and TD3 share.
+"""The continuous-control family: what SAC, TD3 and DDPG share.
 
-- `networks`: MLPs after a torso, `TwinQ` critics, the action-space checks.
-- `policy`: `BoundedActionPolicy`, the warm-up and the rescaling to the env's bounds.
+- `networks`: MLPs after a torso, `TwinQ` critics, `DeterministicActor`, the action-space checks.
+- `policy`: `BoundedActionPolicy`, the warm-up, the rescaling to the env's bounds and the rows'
+  exploration state.
 - `data`: one-step transitions into a uniform replay behind a rate limiter, and `transitions`,
   a sampled batch as tensors.
 - `config`: the replay and MLP checks their configs share.
@@ -13,6 +14,7 @@ targets (`shoal.agents.common.incremental_update`).
 from shoal.agents.continuous.config import check_replay_and_mlp_settings
 from shoal.agents.continuous.data import ReplaySettings, Transitions, make_data_path, transitions
 from shoal.agents.continuous.networks import (
+    DeterministicActor,
     MLPSettings,
     TwinQ,
     action_dim,
@@ -25,6 +27,7 @@ from shoal.agents.continuous.policy import ActorNet, BoundedActionPolicy, WarmUp
 __all__ = [
     "ActorNet",
     "BoundedActionPolicy",
+    "DeterministicActor",
     "MLPSettings",
     "ReplaySettings",
     "Transitions",

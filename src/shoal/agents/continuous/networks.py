@@ -1,5 +1,5 @@
-"""The continuous-control family's network parts (SAC's and TD3's): MLPs after a torso, and twin
-Q critics.
+"""The continuous-control family's network parts (SAC's, TD3's and DDPG's): MLPs after a torso,
+twin Q critics, and the deterministic tanh actor.
 
 As in Stable-Baselines3: the observation goes through a torso (for vectors just a flatten, for
 images a CNN) and each critic's MLP takes the torso's features with the action (Fujimoto et al.
@@ -22,7 +22,15 @@ from shoal.errors import ConfigError
 from shoal.nets.mlp import Activation
 from shoal.nets.torso import torso_from_setting
 
-__all__ = ["MLPSettings", "TwinQ", "action_dim", "check_bounded_actions", "make_torso", "mlp"]
+__all__ = [
+    "DeterministicActor",
+    "MLPSettings",
+    "TwinQ",
+    "action_dim",
+    "check_bounded_actions",
+    "make_torso",
+    "mlp",
+]
 
 _ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "tanh": nn.Tanh}
 
@@ -95,3 +103,17 @@ class TwinQ(nn.Module):
     def q1_only(self, obs: Any, action: torch.Tensor) -> torch.Tensor:
         """The first critic alone (TD3 trains its actor against it)."""
         return self.q1(self._inputs(obs, action)).squeeze(-1)
+
+
+class DeterministicActor(nn.Module):
+    """`obs [B, ...]` -> actions `[B, D]` in [-1, 1]: a torso, an MLP, then tanh (the
+    deterministic policy μ(s) of DDPG, Lillicrap et al. 2016, and TD3)."""
+
+    def __init__(self, spec: EnvSpec, config: MLPSettings) -> None:
+        super().__init__()
+        self.torso = make_torso(spec, config)
+        width = int(self.torso.out_features)
+        self.body = mlp(width, config.hidden_sizes, action_dim(spec), config.activation)
+
+    def forward(self, obs: Any) -> torch.Tensor:
+        return torch.tanh(self.body(self.torso(obs)))

@@ -1,5 +1,6 @@
-"""The continuous-control family's acting (SAC's and TD3's): a warm-up of uniform random actions,
-actions in [-1, 1] rescaled to the env's bounds, and loading the actor's weights alone."""
+"""The continuous-control family's acting (SAC's, TD3's and DDPG's): a warm-up of uniform random
+actions, actions in [-1, 1] rescaled to the env's bounds, loading the actor's weights alone, and
+exploration whose state the runtime keeps per row (DDPG's Ornstein-Uhlenbeck noise)."""
 
 from __future__ import annotations
 
@@ -26,11 +27,13 @@ class ActorNet(Protocol):
 
 
 class BoundedActionPolicy(Policy):
-    """Acts with the network's `actor` only; no recurrent state.
+    """Acts with the network's `actor` only.
 
     `train`: uniform random actions while `steps x total_envs < learning_starts` (each row's
     share of the run's first agent steps, SB3's `learning_starts`), then `actions(..., "train")`.
-    The recorded action is in [-1, 1]; the env gets it rescaled to its bounds.
+    The recorded action is in [-1, 1]; the env gets it rescaled to its bounds. No state by
+    default; a policy whose exploration keeps some per row (a noise process) declares it in
+    `initial_state` and acts through `actions_with_state`.
     """
 
     def __init__(
@@ -52,6 +55,14 @@ class BoundedActionPolicy(Policy):
         """Actions in [-1, 1], `[B, D]`, of the actor at `obs` (on the network's device)."""
         raise NotImplementedError
 
+    def actions_with_state(
+        self, obs: torch.Tensor, state: State, mode: ActMode
+    ) -> tuple[np.ndarray, State]:
+        """Actions as `actions` gives them, and the rows' new state (laid out as
+        `initial_state`'s). The default, for policies without state: `actions(obs, mode)` and
+        the state unchanged."""
+        return self.actions(obs, mode), state
+
     def load_weights(self, weights: Weights) -> None:
         """The learner publishes the actor's weights only (`SACLearner.weights`)."""
         self.net.actor.load_state_dict(weights)
@@ -62,16 +73,17 @@ class BoundedActionPolicy(Policy):
         warm = np.zeros(n, bool)
         if mode == "train":
             warm = inputs.steps * self.layout.total_envs < self.config.learning_starts
-        if warm.all():  # the network is not needed yet
+        if warm.all():  # the network is not needed yet; the state waits with it
             action = self.rng.uniform(-1.0, 1.0, (n, *self.shape)).astype(np.float32)
-            return PolicyStep(action, env_action=self.to_env(action))
+            return PolicyStep(action, state=state, env_action=self.to_env(action))
         device = module_device(self.net)
         obs = map_tree(lambda x: torch.from_numpy(x).to(device), obs)
-        action = self.actions(obs, mode).reshape(n, *self.shape)
+        action, state = self.actions_with_state(obs, state, mode)
+        action = action.reshape(n, *self.shape)
         if warm.any():
             count = int(warm.sum())
             action[warm] = self.rng.uniform(-1.0, 1.0, (count, *self.shape))
-        return PolicyStep(action, env_action=self.to_env(action))
+        return PolicyStep(action, state=state, env_action=self.to_env(action))
 
     def to_env(self, action: np.ndarray) -> np.ndarray:
         """Actions in [-1, 1] rescaled to the env's bounds `[low, high]`."""

@@ -1,0 +1,76 @@
+"""DDPG's learner: per batch, a critic step, an actor step and the targets' Polyak update
+(Lillicrap et al. 2016, Algorithm 1).
+
+The replay and its ratio are the data path's (`shoal.agents.continuous.data`): one `update` is
+one gradient step of each network, whatever the replay ratio.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+
+import numpy as np
+
+from shoal.agents.base import Update, Weights
+from shoal.agents.common import DeclaredState, LearnerState, SoftUpdate, optimizer_step
+from shoal.agents.continuous import transitions
+from shoal.agents.ddpg.config import DDPGConfig
+from shoal.agents.ddpg.loss import actor_loss, critic_loss
+from shoal.agents.ddpg.networks import DDPGNet
+from shoal.envs.spec import EnvSpec
+from shoal.nets import module_device
+from shoal.optim import Adam
+
+
+class DDPGLearner(DeclaredState):
+    """Owns the two optimisers and the target actor and critic."""
+
+    def __init__(self, spec: EnvSpec, config: DDPGConfig, net: DDPGNet) -> None:
+        self.config, self.net = config, net
+        # Copied before the optimisers move the parameters into their flat buffers.
+        self.target_actor = copy.deepcopy(net.actor).requires_grad_(False)
+        self.target_critic = copy.deepcopy(net.critic).requires_grad_(False)
+        self.actor_optimizer = Adam(net.actor.parameters(), lr=config.learning_rate)
+        self.critic_optimizer = Adam(net.critic.parameters(), lr=config.learning_rate)
+        self.targets = (
+            SoftUpdate(self.target_critic, net.critic, config.tau),
+            SoftUpdate(self.target_actor, net.actor, config.tau),
+        )
+        self.version = 0
+        self.gradient_steps = 0
+
+    def update(self, batch: Mapping[str, np.ndarray], progress: float) -> Update:
+        """A critic step, then an actor step against the updated critic, then the targets."""
+        data = transitions(batch, module_device(self.net))
+        loss, metrics = critic_loss(self.net, self.target_actor, self.target_critic, data)
+        optimizer_step(self.critic_optimizer, loss)
+        loss, actor_metrics = actor_loss(self.net, data)
+        optimizer_step(self.actor_optimizer, loss)
+        self.gradient_steps += 1
+        for target in self.targets:
+            target(self.gradient_steps)
+        self.version += 1
+        out = {key: float(value) for key, value in (metrics | actor_metrics).items()}
+        out["gradient_steps"] = float(self.gradient_steps)
+        return Update(out)
+
+    def weights(self) -> Weights:
+        """CPU copies of the actor's weights: all that acting needs (`DDPGPolicy.load_weights`)."""
+        state = self.net.actor.state_dict()
+        return {key: value.detach().to("cpu", copy=True) for key, value in state.items()}
+
+    def learner_state(self) -> LearnerState:
+        # The replay is the data path's and is not checkpointed: a resumed run refills it.
+        return LearnerState(
+            modules={
+                "network": self.net,
+                "target_actor": self.target_actor,
+                "target_critic": self.target_critic,
+            },
+            optimizers={
+                "actor_optimizer": self.actor_optimizer,
+                "critic_optimizer": self.critic_optimizer,
+            },
+            counters=("version", "gradient_steps"),
+        )
