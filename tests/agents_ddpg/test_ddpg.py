@@ -32,7 +32,7 @@ def test_config_checks_name_the_flag_to_set(quiet_run, tmp_path):
         DDPGConfig(ou_dt=0.0)
     with pytest.raises(ValueError, match=r"--agent\.exploration-noise"):
         DDPGConfig(exploration_noise=float("inf"))
-    with pytest.raises(ValueError, match=r"--agent\.tau"):
+    with pytest.raises(ValueError, match=r"--agent\.target-tau"):
         DDPGConfig(tau=1.5)
     with pytest.raises(ValueError, match=r"--agent\.learning-starts"):
         DDPGConfig(learning_starts=500, replay_capacity=300)
@@ -99,7 +99,7 @@ def test_ou_noise_is_a_process_per_row_that_the_runtime_keeps_and_resets():
 
 
 def test_one_update_moves_the_critic_the_actor_and_both_targets_by_tau(pendulum):
-    config = DDPGConfig(hidden_sizes=(32, 32), batch_size=16, tau=0.1)
+    config = DDPGConfig(hidden_sizes=(32, 32), batch_size=16, target_tau=0.1)
     learner = DDPGLearner(pendulum, config, make_networks(pendulum, config))
     net = learner.net
     before = {
@@ -156,7 +156,9 @@ def test_ddpg_with_ou_noise_runs_with_central_inference_and_loads(quiet_run):
     obs = np.random.default_rng(0).normal(size=(64, 3)).astype(np.float32)
     actions = loaded.act(obs)
     assert actions.shape == (64, 1) and np.all(np.abs(actions) <= 2.0)
-    np.testing.assert_array_equal(actions, loaded.act(obs))
+    # The OU noise is per-env state, so `act` wants each step's result before the next call.
+    loaded.step_result(np.zeros(64), np.zeros(64, bool))
+    np.testing.assert_array_equal(actions, loaded.act(obs))  # greedy: no noise in the action
 
 
 def test_a_resumed_run_continues_the_learner(quiet_run):

@@ -14,12 +14,13 @@ from shoal.agents.checks import (
     require_unit_interval,
 )
 from shoal.agents.continuous import check_replay_and_mlp_settings
-from shoal.config import param
+from shoal.config import keeps_old_names, param
 from shoal.nets.mlp import Activation
 
 NoiseType = Literal["normal", "ornstein_uhlenbeck"]
 
 
+@keeps_old_names
 @dataclass(frozen=True, kw_only=True)
 class DDPGConfig:
     """DDPG's settings. Steps are agent steps; noise scales are in actions rescaled to [-1, 1]."""
@@ -27,7 +28,9 @@ class DDPGConfig:
     learning_rate: float = param(1e-3, "Adam step size of the actor and the critic.")
     batch_size: int = param(256, "Transitions per gradient step.")
     gamma: float = param(0.99, "Discount factor.")
-    tau: float = param(0.005, "Polyak rate of the target actor and critic (1 copies them).")
+    target_tau: float = param(
+        0.005, "Polyak rate of the target actor and critic (1 copies them).", was=("tau",)
+    )
     noise_type: NoiseType = param(
         "normal",
         "Exploration noise added to the actor's actions while training: normal (independent "
@@ -59,10 +62,10 @@ class DDPGConfig:
     )
 
     def __post_init__(self) -> None:
-        positive = ("learning_rate", "batch_size", "tau", "replay_capacity", "ou_dt")
+        positive = ("learning_rate", "batch_size", "target_tau", "replay_capacity", "ou_dt")
         positive += ("updates_per_step", "unroll_length")
         require_positive(self, positive)
-        require_unit_interval(self, ("gamma", "tau"))
+        require_unit_interval(self, ("gamma", "target_tau"))
         nonnegative = ("learning_starts", "exploration_noise", "ou_theta")
         require_finite_nonnegative(self, nonnegative)
         if self.noise_type not in ("normal", "ornstein_uhlenbeck"):

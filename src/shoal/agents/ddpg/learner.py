@@ -34,8 +34,8 @@ class DDPGLearner(DeclaredState):
         self.actor_optimizer = Adam(net.actor.parameters(), lr=config.learning_rate)
         self.critic_optimizer = Adam(net.critic.parameters(), lr=config.learning_rate)
         self.targets = (
-            SoftUpdate(self.target_critic, net.critic, config.tau),
-            SoftUpdate(self.target_actor, net.actor, config.tau),
+            SoftUpdate(self.target_critic, net.critic, config.target_tau),
+            SoftUpdate(self.target_actor, net.actor, config.target_tau),
         )
         self.version = 0
         self.gradient_steps = 0
