@@ -99,6 +99,34 @@ def test_play_video_into_a_read_only_folder(finished_run, tmp_path):
     assert not list(folder.iterdir())
 
 
+@pytest.mark.parametrize("inside", ["", "/job"])  # --out the read-only folder, or a new one in it
+def test_launch_out_into_a_read_only_folder(tmp_path, inside):
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI must run this: it needs unshare and root to mount a read-only folder")
+        pytest.skip("needs unshare and root to mount a read-only folder")
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    train = "shoal train ppo --env CartPole-v1 --runtime ray"
+    launch = f"{sys.executable} -m shoal launch slurm --out {folder}{inside} -- {train}"
+    script = (
+        f"mount --bind {folder} {folder} && mount -o remount,bind,ro {folder} && {launch}; "
+        "echo rc=$?"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run(
+        ["unshare", "-m", "bash", "-c", script], capture_output=True, text=True, env=env
+    )
+    if "mount" in done.stderr and "rc=" not in done.stdout:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"cannot mount in CI: {done.stderr[:200]}")
+        pytest.skip(f"cannot mount here: {done.stderr[:200]}")
+    assert "rc=2" in done.stdout, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and "cannot be written here" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1  # one paragraph
+    assert not list(folder.iterdir())
+
+
 # ---- item 7: Ctrl-C during the final evaluation --------------------------------------------
 
 
