@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -96,6 +97,34 @@ def test_play_video_into_a_read_only_folder(finished_run, tmp_path):
         pytest.skip(f"cannot mount here: {done.stderr[:200]}")
     assert "rc=2" in done.stdout, done.stdout + done.stderr
     assert "Traceback" not in done.stderr and "cannot be written here" in done.stderr
+    assert not list(folder.iterdir())
+
+
+@pytest.mark.parametrize("inside", ["", "/job"])  # --out the read-only folder, or a new one in it
+def test_launch_out_into_a_read_only_folder(tmp_path, inside):
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI must run this: it needs unshare and root to mount a read-only folder")
+        pytest.skip("needs unshare and root to mount a read-only folder")
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    train = "shoal train ppo --env CartPole-v1 --runtime ray"
+    launch = f"{sys.executable} -m shoal launch slurm --out {folder}{inside} -- {train}"
+    script = (
+        f"mount --bind {folder} {folder} && mount -o remount,bind,ro {folder} && {launch}; "
+        "echo rc=$?"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run(
+        ["unshare", "-m", "bash", "-c", script], capture_output=True, text=True, env=env
+    )
+    if "mount" in done.stderr and "rc=" not in done.stdout:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"cannot mount in CI: {done.stderr[:200]}")
+        pytest.skip(f"cannot mount here: {done.stderr[:200]}")
+    assert "rc=2" in done.stdout, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and "cannot be written here" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1  # one paragraph
     assert not list(folder.iterdir())
 
 
@@ -192,3 +221,49 @@ def test_a_tune_metric_typo_is_refused_before_the_search(capsys, tmp_path):
     err = capsys.readouterr().err
     assert code == 2 and "did you mean return_mean?" in err
     assert not any(tmp_path.iterdir())
+
+
+# ---- item 14: --max-time on a busy machine -------------------------------------------------
+
+
+def test_a_run_with_no_step_at_the_end_of_training_time_takes_the_evaluations_share():
+    """A local Ray placing its roles on a busy machine used to spend training's share of
+    --max-time 40 before the first unroll came back: 0 steps trained."""
+    from shoal.runtime.config import RunConfig
+    from shoal.runtime.counter import Counter
+
+    run = RunConfig(max_time=40.0)  # 30 s of training, 10 s of final evaluations
+    assert run.train_time == 30.0
+    counter = Counter(run, started=time.time() - 31.0)
+    assert counter.stop_reason() is None  # nothing trained yet: it goes on
+    counter.env_steps = 8
+    assert counter.stop_reason() == "max_time"
+    starved = Counter(run, started=time.time() - 37.5)
+    assert starved.stop_reason() == "max_time"  # 3 s are left for the evaluations and exit
+
+
+class _SlowTraining(shoal.Callback):
+    """Holds the first metrics row until `until` seconds after `t0`: training overruns its
+    share of --max-time, as on a busy machine."""
+
+    def __init__(self, t0: float, until: float) -> None:
+        self.t0, self.until, self.done = t0, until, False
+
+    def on_row(self, row):
+        if not self.done:
+            self.done = True
+            time.sleep(max(0.0, self.until - (time.time() - self.t0)))
+
+
+def test_the_final_evaluation_shrinks_when_training_overran_max_time(tmp_path):
+    t0 = time.time()
+    run = {"runs_dir": str(tmp_path), "progress": False, "tensorboard": False}
+    run |= {"max_time": 8.0, "eval_episodes": 100_000, "log_interval": 256}
+    result = shoal.train(
+        "ppo", "CartPole-v1", run=run, started=t0, callbacks=[_SlowTraining(t0, 7.0)]
+    )
+    summary = json.loads((Path(result.run_dir) / "summary.json").read_text())
+    assert summary["stop_reason"] == "max_time"
+    # Training ended past 7 s of its 5.3: the evaluations used to take their whole 2.7 s
+    # share anyway (9.7 s).
+    assert summary["wall_time"] <= 8.0 * 1.1, summary["wall_time"]

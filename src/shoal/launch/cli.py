@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import shutil
 import subprocess
@@ -107,6 +108,7 @@ def main(argv: Sequence[str]) -> int:
     out = Path(args.out or f"launch-{args.target}")
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file; name a folder to write into.")
+    _check_writable(out)
     write, submit = _target(args, job, out)
     commands = submit(None) if args.submit else []
     for command in commands[:1]:
@@ -116,15 +118,43 @@ def main(argv: Sequence[str]) -> int:
                 f"Install it, or leave out --submit and run the written files where "
                 f"{command[0]} is."
             )
-    out.mkdir(parents=True, exist_ok=True)
-    files = write(out)
-    cuda = job.roles["learner"].gpus > 0 or bool(args.gpus_per_node)
-    files += images.write(out, extras, cuda_apptainer=cuda)
+    made = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        files = write(out)
+        cuda = job.roles["learner"].gpus > 0 or bool(args.gpus_per_node)
+        files += images.write(out, extras, cuda_apptainer=cuda)
+    except OSError as err:  # what the up-front check cannot see (a full disk, /proc)
+        removed = made and out.exists()
+        if removed:
+            shutil.rmtree(out, ignore_errors=True)
+        raise ConfigError(
+            f"Could not write the job files into --out {out}: {err.strerror or err}"
+            f"{' (the half-written folder was removed)' if removed else ''}. Pass --out a "
+            "folder you can write to."
+        ) from None
     for path in files:
         print(f"wrote {path}")
     for command in submit(files) if args.submit else []:
         _run(command)
     return 0
+
+
+def _check_writable(out: Path) -> None:
+    """Refuse an --out that cannot be made or written into, before anything is written.
+    `os.access` answers EROFS for a read-only mount even to root, whom permissions let by."""
+    folder = out.absolute()
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ConfigError(f"--out {out} is inside {folder}, which is a file; name a folder.")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        where = "" if folder == out.absolute() else f" (its folder {folder} exists)"
+        raise ConfigError(
+            f"--out {out} cannot be written here{where}: the folder is read-only or not "
+            "yours, and nothing was written. Pass --out a folder you can write to, e.g. "
+            f"--out ~/launch-{out.name or 'job'}."
+        )
 
 
 def _target(args: argparse.Namespace, job: TrainJob, out: Path):  # type: ignore[no-untyped-def]

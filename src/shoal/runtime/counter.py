@@ -16,6 +16,10 @@ from typing import Any
 
 from shoal.runtime.config import RunConfig
 
+# What a run that took no step in training's share of --max-time leaves its final evaluations
+# and its exit (`Counter.stop_reason`).
+STARVED_EVAL_S = 3.0
+
 
 @dataclass
 class Counter:
@@ -123,11 +127,21 @@ class Counter:
         if self.env_steps >= self.config.total_steps:
             return "total_steps"
         budget = self.config.train_time
-        if budget is not None and self.elapsed >= budget:
+        if budget is not None and self.elapsed >= budget and self._trained_or_out_of_time():
             return "max_time"
         if self.target_reached_at is not None:
             return "stop_at_return"
         return None
+
+    def _trained_or_out_of_time(self) -> bool:
+        """At the end of training's share of --max-time: a run that has not taken one step
+        yet (a local Ray started and placed its roles on a busy machine in most of it) takes
+        some of the final evaluation's share instead, up to `STARVED_EVAL_S` before the end,
+        rather than end having trained nothing."""
+        max_time = self.config.max_time
+        if self.env_steps > 0 or max_time is None:
+            return True
+        return self.elapsed >= max_time - min(STARVED_EVAL_S, self.config.final_eval_time or 0)
 
 
 class StopSignals:

@@ -28,6 +28,11 @@ from shoal.runtime.metrics_rows import next_multiple
 from shoal.runtime.program import Program
 from shoal.runtime.recording import EVAL_SEED_OFFSET, TrainingVideos, acting_for
 
+# Of --max-time, the final evaluations leave this much for what follows them (the summary, a
+# local Ray's shutdown: about 1.3 s on a busy 2-core machine), and take at least MIN_EVAL_S.
+EXIT_S = 1.5
+MIN_EVAL_S = 1.0
+
 __all__ = ["Evaluations", "Evaluator", "evaluation_row"]
 
 
@@ -169,8 +174,12 @@ class Evaluations:
         if run.eval_episodes <= 0:
             return made
         bound = run.final_eval_time
-        if bound is not None and run.max_time is not None:  # what training left of it
-            bound = max(bound, run.max_time - self.counter.elapsed)
+        if bound is not None and run.max_time is not None:
+            # What training left of --max-time, less the exit's share: more than the
+            # evaluations' share if training stopped early, less if it overran (a busy
+            # machine), but at least a moment for an episode or two.
+            left = run.max_time - self.counter.elapsed - EXIT_S
+            bound = max(left, min(bound, MIN_EVAL_S))
         deadline = None if bound is None else time.monotonic() + bound
         self.evaluator.prepare(run.eval_episodes)  # then the two share what is left
         modes: tuple[tuple[float, Literal["greedy", "sample"]], ...] = (

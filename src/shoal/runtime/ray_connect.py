@@ -16,6 +16,8 @@ import sys
 from importlib import metadata
 
 from shoal.errors import ConfigError, ShoalError
+from shoal.runtime import ray_watchdog
+from shoal.runtime.ray_watchdog import Watchdog
 
 LOCAL_START_ATTEMPTS = 3  # starts of a local Ray whose node missed Ray's 30 s to register
 PROBE_TIMEOUT_S = 5.0  # a TCP connection to the head: it answers in milliseconds or not at all
@@ -114,8 +116,10 @@ def connect(address: str) -> None:
         ) from None
 
 
-def start_local(num_cpus: int) -> None:
-    """Start a new Ray on this machine that only this machine can reach.
+def start_local(num_cpus: int) -> Watchdog | None:
+    """Start a new Ray on this machine that only this machine can reach, and a watchdog that
+    ends its processes when this process ends, even by SIGKILL (`ray_watchdog`); returned so
+    that the caller tells it after `ray.shutdown()` (`Watchdog.end`), or None off Linux.
 
     A local run needs no network, yet Ray on Linux binds its servers (GCS, raylet, workers,
     the dashboard agent) to the machine's network address or to every interface, and turns a
@@ -129,6 +133,8 @@ def start_local(num_cpus: int) -> None:
 
     clusters = ray_constants.ENABLE_RAY_CLUSTER
     ray_constants.ENABLE_RAY_CLUSTER = False
+    watchdog = ray_watchdog.start()  # before Ray: a driver killed while Ray starts is covered
+    started = False
     try:
         for attempt in range(1, LOCAL_START_ATTEMPTS + 1):
             try:
@@ -140,7 +146,11 @@ def start_local(num_cpus: int) -> None:
                     logging_level=logging.ERROR,
                     log_to_driver=False,
                 )
-                return
+                started = True
+                if watchdog is not None:
+                    node = ray._private.worker._global_node
+                    watchdog.session(node.get_session_dir_path())
+                return watchdog
             except Exception as err:  # Ray raises a bare Exception when its node is late
                 if "timed out during startup" not in str(err):
                     raise
@@ -157,6 +167,8 @@ def start_local(num_cpus: int) -> None:
                     ) from None
     finally:
         ray_constants.ENABLE_RAY_CLUSTER = clusters
+        if not started and watchdog is not None:
+            watchdog.end()
 
 
 def _load_average() -> str:

@@ -74,6 +74,7 @@ def run_ray(
     run = program.run
     torch.set_num_threads(run.torch_threads)
     started_here = not ray.is_initialized()
+    watchdog = None  # of a local Ray this run starts: never of a cluster it joins
     if started_here:
         if run.address:
             connect(run.address)
@@ -82,7 +83,7 @@ def run_ray(
             wanted = run.learner_cpus + run.actors * run.actor_cpus
             if program.data_path().sharded:
                 wanted += run.replay_shards * run.replay_cpus
-            start_local(num_cpus=max(os.cpu_count() or 1, int(np.ceil(wanted))))
+            watchdog = start_local(num_cpus=max(os.cpu_count() or 1, int(np.ceil(wanted))))
     try:
         carried: dict[str, int] = {}
         restarts = 0  # of the learner, by this command
@@ -95,6 +96,8 @@ def run_ray(
     finally:
         if started_here:
             ray.shutdown()
+        if watchdog is not None:
+            watchdog.end()
 
 
 def _launch(
