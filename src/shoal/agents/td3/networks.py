@@ -8,29 +8,14 @@ family's.
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from torch import nn
 
-from shoal.agents.continuous import TwinQ, action_dim, check_bounded_actions, make_torso, mlp
+from shoal.agents.continuous import DeterministicActor, TwinQ, action_dim, check_bounded_actions
 from shoal.agents.td3.config import TD3Config
 from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError
 from shoal.tree import map_tree
-
-
-class DeterministicActor(nn.Module):
-    """`obs [B, ...]` -> actions `[B, D]` in [-1, 1]."""
-
-    def __init__(self, spec: EnvSpec, config: TD3Config) -> None:
-        super().__init__()
-        self.torso = make_torso(spec, config)
-        width = int(self.torso.out_features)
-        self.body = mlp(width, config.hidden_sizes, action_dim(spec), config.activation)
-
-    def forward(self, obs: Any) -> torch.Tensor:
-        return torch.tanh(self.body(self.torso(obs)))
 
 
 class TD3Net(nn.Module):
