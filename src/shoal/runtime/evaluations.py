@@ -178,8 +178,8 @@ class Evaluations:
             # What training left of --max-time, less the exit's share: more than the
             # evaluations' share if training stopped early, less if it overran (a busy
             # machine), but at least a moment for an episode or two.
-            left = run.max_time - self.counter.elapsed - EXIT_S
-            bound = max(left, min(bound, MIN_EVAL_S))
+            remaining = run.max_time - self.counter.elapsed - EXIT_S
+            bound = max(remaining, min(bound, MIN_EVAL_S))
         deadline = None if bound is None else time.monotonic() + bound
         self.evaluator.prepare(run.eval_episodes)  # then the two share what is left
         modes: tuple[tuple[float, Literal["greedy", "sample"]], ...] = (

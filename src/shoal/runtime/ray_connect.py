@@ -147,8 +147,8 @@ def start_local(num_cpus: int) -> Watchdog | None:
                     log_to_driver=False,
                 )
                 started = True
-                if watchdog is not None:
-                    node = ray._private.worker._global_node
+                node = ray._private.worker._global_node
+                if watchdog is not None and node is not None:
                     watchdog.session(node.get_session_dir_path())
                 return watchdog
             except Exception as err:  # Ray raises a bare Exception when its node is late
@@ -165,6 +165,7 @@ def start_local(num_cpus: int) -> Watchdog | None:
                         "run again when it is quieter, or use --runtime inline, which needs "
                         "no Ray."
                     ) from None
+        raise AssertionError("unreachable: the last attempt returns or raises")
     finally:
         ray_constants.ENABLE_RAY_CLUSTER = clusters
         if not started and watchdog is not None:
