@@ -148,7 +148,10 @@ def start_local(num_cpus: int) -> Watchdog | None:
                 )
                 started = True
                 node = ray._private.worker._global_node
-                if watchdog is not None and node is not None:
+                if watchdog is not None and node is None:  # a stand-in Ray: no session
+                    watchdog.forget()
+                    return None
+                if watchdog is not None:
                     watchdog.session(node.get_session_dir_path())
                 return watchdog
             except Exception as err:  # Ray raises a bare Exception when its node is late
@@ -169,7 +172,7 @@ def start_local(num_cpus: int) -> Watchdog | None:
     finally:
         ray_constants.ENABLE_RAY_CLUSTER = clusters
         if not started and watchdog is not None:
-            watchdog.end()
+            watchdog.forget()  # no session of ours: end nothing of another's
 
 
 def _load_average() -> str:

@@ -30,6 +30,7 @@ import time
 from typing import IO
 
 POLL_S = 0.5  # how often the driver's tree is read, and its life checked
+NO_SESSION = "/no-ray-session-was-started"  # a session name no process can have
 GRACE_S = 2.0  # between SIGTERM and SIGKILL of what the session left
 
 
@@ -43,6 +44,11 @@ class Watchdog:
         """Name the session's folder once Ray started (until then, any session folder
         whose name ends with the driver's pid counts: Ray names them so)."""
         self._send(f"session {session_dir}\n")
+
+    def forget(self) -> None:
+        """No Ray session of ours came up: end the watchdog without ending anything."""
+        self.session(NO_SESSION)
+        self.end()
 
     def end(self) -> None:
         """The driver shut its Ray down: the watchdog ends what is left of it and exits."""
@@ -156,9 +162,15 @@ def watch(driver: int, commands: IO[bytes]) -> None:
             buffer += chunk
             *lines, buffer = buffer.split(b"\n")
             words = [line.decode(errors="replace").split(" ", 1) for line in lines]
+            session = next((w[1] for w in words if w[0] == "session" and len(w) > 1), None)
+            if session is not None and session != named:
+                # Named: only that session's processes are this driver's Ray. Before, the
+                # pattern may also have matched another session of the same driver (a test
+                # process starts many), which must not be ended with this one.
+                named = session
+                seen = {pid: table[pid][1] for pid in _sessions(driver, named, table)}
             if any(word[0] == "end" for word in words):
                 break
-            named = next((w[1] for w in words if w[0] == "session" and len(w) > 1), named)
     _end(seen)
 
 
