@@ -11,7 +11,6 @@ without building anything again.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import queue
 import shutil
@@ -25,6 +24,7 @@ from shoal.agents.base import Policy, continue_from, learning_rates
 from shoal.checkpoint import checkpoint_path
 from shoal.config import dump_yaml, write_atomically
 from shoal.errors import ShoalError, user_error
+from shoal.run.summary import run_summary, write_summary
 from shoal.runtime.callbacks import Callback
 from shoal.runtime.driver import Driver
 from shoal.runtime.hooks import RunHook
@@ -32,7 +32,6 @@ from shoal.runtime.inline import run_inline
 
 __all__ = ["RemoteLearner", "TrialRun", "learning_rates"]
 
-SUMMARY_FILE = "summary.json"
 
 # The result key of a trial that ended on a user's mistake: its one paragraph.
 ERROR_KEY = "shoal_error"
@@ -261,21 +260,16 @@ class _HandOver(Callback):
 
 
 def _write_summary(resolved: experiment.Resolved, run_dir: Path, driver: Driver) -> None:
-    """summary.json, with the keys `shoal train` writes that a trial has."""
-    counter = driver.counter
-    greedy = driver.final.get("greedy")
-    summary = {
-        "algo": resolved.algo,
-        "env": resolved.env_id,
-        "seed": resolved.seed,
-        "env_steps": counter.env_steps,
-        "episodes": counter.episodes,
-        "updates": counter.updates,
-        "wall_time": round(counter.elapsed, 3),
-        "stop_reason": counter.stop_reason() or counter.interruption,
-        **counter.counts,
-        "train_return_mean": counter.mean_return,
-        "evaluation": greedy.result.as_dict() if greedy else None,
-        "pid": os.getpid(),
-    }
-    write_atomically(run_dir / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
+    """summary.json by the run directory's one writer, with the trial's pid beside the keys
+    every run's summary holds."""
+    greedy, sampled = (driver.final.get(mode) for mode in ("greedy", "sample"))
+    summary = run_summary(
+        algo=resolved.algo,
+        env=resolved.env_id,
+        seed=resolved.seed,
+        counter=driver.counter,
+        evaluation=greedy.result.as_dict() if greedy else None,
+        evaluation_sampled=sampled.result.as_dict() if sampled else None,
+        extra={"pid": os.getpid()},
+    )
+    write_summary(run_dir, summary)
