@@ -5,12 +5,14 @@ from __future__ import annotations
 import importlib
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from shoal.agents.base import Agent
 from shoal.errors import ConfigError, did_you_mean
+
+if TYPE_CHECKING:  # the agents import torch; `shoal list` and `--help` need none of it
+    from shoal.agents.base import Agent
 
 # algorithm name -> (module holding AGENT, one-line description)
 AGENTS: dict[str, tuple[str, str]] = {
@@ -69,13 +71,19 @@ AGENTS: dict[str, tuple[str, str]] = {
 }
 
 
-def get_agent(name: str) -> Agent:
-    """The `Agent` registered as `name`, or a ConfigError naming the known ones."""
+def check_algorithm(name: str) -> None:
+    """A ConfigError naming the known algorithms unless `name` is one; imports no agent, so a
+    mistyped name is answered before torch is loaded."""
     if name not in AGENTS:
         raise ConfigError(
             f"Unknown algorithm {name!r}.{did_you_mean(name, AGENTS)} "
             f"Known algorithms: {', '.join(sorted(AGENTS))} (see `shoal list`)."
         )
+
+
+def get_agent(name: str) -> Agent:
+    """The `Agent` registered as `name`, or a ConfigError naming the known ones."""
+    check_algorithm(name)
     return importlib.import_module(AGENTS[name][0]).AGENT
 
 
@@ -85,7 +93,10 @@ def presets(algo: str) -> dict[str, dict[str, Any]]:
     path = resources.files("shoal") / "presets" / f"{algo}.yaml"
     if not path.is_file():
         return {}
-    return yaml.safe_load(path.read_text()) or {}
+    # The package's own files: libyaml's safe loader where PyYAML has it (8x faster, and `shoal
+    # list` reads every preset), else the pure-Python one; both build plain data only.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(path.read_text(), Loader=loader) or {}
 
 
 def preset_for(algo: str, env_id: str, *, pixels: bool = False) -> dict[str, dict[str, Any]]:

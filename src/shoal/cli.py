@@ -291,6 +291,8 @@ def _main(argv: Sequence[str] | None) -> int:
                 file=sys.stderr,
             )
             raise SystemExit(EXIT_USAGE)
+        if args.command in ("train", "tune") and args.algo is not None:
+            catalog.check_algorithm(args.algo)  # before `api` brings in torch
         if args.command == "train":
             return _train(args, overrides)
         if args.command == "tune":

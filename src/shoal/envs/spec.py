@@ -8,7 +8,6 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import torch
 
 from shoal.envs.observations import is_text_space
 from shoal.errors import EnvError
@@ -157,6 +156,8 @@ _TEXT_LENGTH = 1024  # of the Text a saved text entry reads back as (only its ki
 
 
 def _space_data(space: gym.spaces.Space) -> dict[str, Any]:
+    import torch  # here, not at the top: `shoal envs` reads the specs without torch
+
     if isinstance(space, gym.spaces.Dict):
         return {"kind": "dict", "spaces": {k: _space_data(v) for k, v in space.spaces.items()}}
     if isinstance(space, gym.spaces.Discrete):
