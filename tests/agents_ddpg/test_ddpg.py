@@ -122,6 +122,18 @@ def test_one_update_moves_the_critic_the_actor_and_both_targets_by_tau(pendulum)
             torch.testing.assert_close(new, old + 0.1 * (now.detach() - old))
 
 
+def test_anneal_lr_decays_both_optimisers_with_the_budget(pendulum):
+    # DDPG takes anneal_lr from the continuous family's config section, as SAC and TD3 do.
+    config = DDPGConfig(hidden_sizes=(32, 32), batch_size=16, anneal_lr=True)
+    learner = DDPGLearner(pendulum, config, make_networks(pendulum, config))
+    learner.update(fake_batch(pendulum, seed=1), 0.75)
+    for optimizer in (learner.actor_optimizer, learner.critic_optimizer):
+        assert optimizer.lr == pytest.approx(0.25 * config.learning_rate)
+    plain = DDPGLearner(pendulum, DDPGConfig(hidden_sizes=(32, 32), batch_size=16), learner.net)
+    plain.update(fake_batch(pendulum, seed=1), 0.75)
+    assert plain.actor_optimizer.lr == config.learning_rate
+
+
 def test_state_dict_round_trips_and_learning_continues_identically(pendulum):
     config = DDPGConfig(hidden_sizes=(32, 32), batch_size=16)
     learner = DDPGLearner(pendulum, config, make_networks(pendulum, config))

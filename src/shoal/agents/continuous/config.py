@@ -1,13 +1,69 @@
-"""What the continuous-control agents' configs (SAC's, TD3's) check alike."""
+"""The continuous-control agents' config section (SAC's, TD3's, DDPG's) and the checks they
+share: one declaration of the replay, the target averaging and the MLPs, so the same setting
+has one name, one default where the papers agree, and one check in every agent."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
+from shoal.agents.checks import require_finite_nonnegative, require_positive, require_unit_interval
+from shoal.config import param
+from shoal.nets.mlp import Activation
 from shoal.nets.torso import check_torso_setting
 
-__all__ = ["check_replay_and_mlp_settings"]
+__all__ = ["OffPolicyContinuousConfig", "check_replay_and_mlp_settings"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class OffPolicyContinuousConfig:
+    """What every off-policy continuous-control agent sets alike; an agent's config inherits it,
+    re-declares a field where its paper's default differs, and adds its own. Defaults are
+    Stable-Baselines3's (TD3's and DDPG's; SAC changes the step size and the widths).
+    Steps are agent steps; the replay ratio is counted in transitions."""
+
+    learning_rate: float = param(1e-3, "Adam step size of every network's optimiser.")
+    anneal_lr: bool = param(False, "Decay the learning rates linearly to 0 over the budget.")
+    batch_size: int = param(256, "Transitions per gradient step.")
+    gamma: float = param(0.99, "Discount factor.")
+    target_tau: float = param(
+        0.005, "Polyak rate of the target networks (1 copies them).", was=("tau",)
+    )
+    replay_capacity: int = param(1_000_000, "Replay size in transitions (FIFO eviction).")
+    learning_starts: int = param(
+        100,
+        "Agent steps (all envs) of uniform random actions, which are also the transitions in "
+        "replay before learning (the value agents' min_replay_size has no random warm-up).",
+    )
+    updates_per_step: float = param(
+        1.0,
+        "Gradient steps per agent step, i.e. per transition inserted (SB3: gradient_steps / "
+        "(train_freq x num_envs)); the replay's samples_per_insert is this x batch_size.",
+    )
+    unroll_length: int = param(1, "Steps per env an actor collects before sending transitions.")
+    hidden_sizes: tuple[int, ...] = param(
+        (400, 300), "Hidden layer widths of the actor's and each critic's MLP."
+    )
+    activation: Activation = param("relu", "Hidden activation of the MLPs.")
+    torso: str = param(
+        "auto",
+        "Observation encoder before the MLPs: auto (flatten vectors, a CNN for images), mlp, "
+        "nature_cnn, impala_resnet, minatar_cnn, or package.module:function.",
+    )
+
+    def __post_init__(self) -> None:
+        positive = ("learning_rate", "batch_size", "target_tau", "replay_capacity")
+        require_positive(self, (*positive, "updates_per_step", "unroll_length"))
+        require_unit_interval(self, ("gamma", "target_tau"))
+        require_finite_nonnegative(self, ("learning_starts",))
+        check_replay_and_mlp_settings(self)
+
+    @property
+    def samples_per_insert(self) -> float:
+        """Transitions sampled per transition inserted: the replay table's rate, derived
+        (`updates_per_step x batch_size`), unlike the value agents' setting of that name."""
+        return self.updates_per_step * self.batch_size
 
 
 def check_replay_and_mlp_settings(config: Any) -> None:

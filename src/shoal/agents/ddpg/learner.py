@@ -13,7 +13,13 @@ from collections.abc import Mapping
 import numpy as np
 
 from shoal.agents.base import Update, Weights
-from shoal.agents.common import DeclaredState, LearnerState, SoftUpdate, optimizer_step
+from shoal.agents.common import (
+    DeclaredState,
+    LearnerState,
+    LearningRateSchedule,
+    SoftUpdate,
+    optimizer_step,
+)
 from shoal.agents.continuous import transitions
 from shoal.agents.ddpg.config import DDPGConfig
 from shoal.agents.ddpg.loss import actor_loss, critic_loss
@@ -42,6 +48,10 @@ class DDPGLearner(DeclaredState):
 
     def update(self, batch: Mapping[str, np.ndarray], progress: float) -> Update:
         """A critic step, then an actor step against the updated critic, then the targets."""
+        if self.config.anneal_lr:
+            schedule = LearningRateSchedule(base=self.config.learning_rate, anneal=True)
+            for optimizer in self.declared_optimizers():
+                optimizer.lr = schedule.value(progress)
         data = transitions(batch, module_device(self.net))
         loss, metrics = critic_loss(self.net, self.target_actor, self.target_critic, data)
         optimizer_step(self.critic_optimizer, loss)
