@@ -21,12 +21,14 @@ from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError
 from shoal.nets.mlp import Activation
 from shoal.nets.torso import torso_from_setting
+from shoal.tree import map_tree
 
 __all__ = [
     "DeterministicActor",
     "MLPSettings",
     "TwinQ",
     "action_dim",
+    "check_actor_and_critic_fit",
     "check_bounded_actions",
     "make_torso",
     "mlp",
@@ -117,3 +119,30 @@ class DeterministicActor(nn.Module):
 
     def forward(self, obs: Any) -> torch.Tensor:
         return torch.tanh(self.body(self.torso(obs)))
+
+
+@torch.no_grad()
+def check_actor_and_critic_fit(algo: str, net: nn.Module, spec: EnvSpec) -> None:
+    """Reject, before training, an actor (`net.actor`) and a critic (`net.critic`) whose outputs
+    do not fit the spaces: for a batch of 2 observations each of the actor's outputs must be
+    `[2, A]` (an action, or a mean and a log-std) and each of the critic's `[2]` (one Q, or
+    twins)."""
+    obs = map_tree(torch.as_tensor, spec.sample_obs(2))
+    d = action_dim(spec)
+    try:
+        acted = net.actor(obs)
+        valued = net.critic(obs, torch.zeros(2, d))
+    except (RuntimeError, ValueError) as err:
+        raise ConfigError(
+            f"The {algo} networks do not fit {spec.env_id}: a batch of 2 observations failed with "
+            f"{type(err).__name__}: {err}"
+        ) from err
+    actor_outputs = acted if isinstance(acted, tuple) else (acted,)
+    critic_outputs = valued if isinstance(valued, tuple) else (valued,)
+    shapes = [tuple(x.shape) for x in (*actor_outputs, *critic_outputs)]
+    expected = [(2, d)] * len(actor_outputs) + [(2,)] * len(critic_outputs)
+    if shapes != expected:
+        raise ConfigError(
+            f"The {algo} networks do not fit {spec.env_id}: for 2 observations the actor and the "
+            f"critic gave shapes {shapes}, expected {expected}."
+        )

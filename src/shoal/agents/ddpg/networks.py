@@ -23,10 +23,9 @@ from shoal.agents.continuous import (
     make_torso,
     mlp,
 )
+from shoal.agents.continuous.networks import check_actor_and_critic_fit
 from shoal.agents.ddpg.config import DDPGConfig
 from shoal.envs.spec import EnvSpec
-from shoal.errors import ConfigError
-from shoal.tree import map_tree
 
 
 class Critic(nn.Module):
@@ -59,22 +58,6 @@ def make_networks(spec: EnvSpec, config: DDPGConfig) -> DDPGNet:
     return net
 
 
-@torch.no_grad()
-def check_fits(net: DDPGNet, spec: EnvSpec) -> None:
+def check_fits(net: nn.Module, spec: EnvSpec) -> None:
     """Reject, before training, networks whose outputs do not fit the spaces."""
-    obs = map_tree(torch.as_tensor, spec.sample_obs(2))
-    d = action_dim(spec)
-    try:
-        action = net.actor(obs)
-        q = net.critic(obs, torch.zeros(2, d))
-    except (RuntimeError, ValueError) as err:
-        raise ConfigError(
-            f"The DDPG networks do not fit {spec.env_id}: a batch of 2 observations failed with "
-            f"{type(err).__name__}: {err}"
-        ) from err
-    shapes = [tuple(x.shape) for x in (action, q)]
-    if shapes != [(2, d), (2,)]:
-        raise ConfigError(
-            f"The DDPG networks do not fit {spec.env_id}: for 2 observations they gave action "
-            f"and Q shapes {shapes}, expected [(2, {d}), (2,)]."
-        )
+    check_actor_and_critic_fit("DDPG", net, spec)

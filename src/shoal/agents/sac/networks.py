@@ -17,14 +17,13 @@ from shoal.agents.continuous.networks import (
     MLPSettings,
     TwinQ,
     action_dim,
+    check_actor_and_critic_fit,
     check_bounded_actions,
     make_torso,
     mlp,
 )
 from shoal.agents.sac.config import SACConfig
 from shoal.envs.spec import EnvSpec
-from shoal.errors import ConfigError
-from shoal.tree import map_tree
 
 # Bounds of the actor's log-std (SB3's): wide enough to be near deterministic or near uniform
 # after squashing, narrow enough that exp() never overflows or underflows in float32.
@@ -62,25 +61,9 @@ def make_networks(spec: EnvSpec, config: SACConfig) -> SACNet:
     return net
 
 
-@torch.no_grad()
-def check_fits(net: SACNet, spec: EnvSpec) -> None:
+def check_fits(net: nn.Module, spec: EnvSpec) -> None:
     """Reject, before training, networks whose outputs do not fit the spaces."""
-    obs = map_tree(torch.as_tensor, spec.sample_obs(2))
-    d = action_dim(spec)
-    try:
-        mean, log_std = net.actor(obs)
-        q1, q2 = net.critic(obs, torch.zeros(2, d))
-    except (RuntimeError, ValueError) as err:
-        raise ConfigError(
-            f"The SAC networks do not fit {spec.env_id}: a batch of 2 observations failed with "
-            f"{type(err).__name__}: {err}"
-        ) from err
-    shapes = [tuple(x.shape) for x in (mean, log_std, q1, q2)]
-    if shapes != [(2, d), (2, d), (2,), (2,)]:
-        raise ConfigError(
-            f"The SAC networks do not fit {spec.env_id}: for 2 observations they gave mean, "
-            f"log-std and Q shapes {shapes}, expected [(2, {d}), (2, {d}), (2,), (2,)]."
-        )
+    check_actor_and_critic_fit("SAC", net, spec)
 
 
 __all__ = [

@@ -8,14 +8,12 @@ family's.
 
 from __future__ import annotations
 
-import torch
 from torch import nn
 
-from shoal.agents.continuous import DeterministicActor, TwinQ, action_dim, check_bounded_actions
+from shoal.agents.continuous import DeterministicActor, TwinQ, check_bounded_actions
+from shoal.agents.continuous.networks import check_actor_and_critic_fit
 from shoal.agents.td3.config import TD3Config
 from shoal.envs.spec import EnvSpec
-from shoal.errors import ConfigError
-from shoal.tree import map_tree
 
 
 class TD3Net(nn.Module):
@@ -34,22 +32,6 @@ def make_networks(spec: EnvSpec, config: TD3Config) -> TD3Net:
     return net
 
 
-@torch.no_grad()
-def check_fits(net: TD3Net, spec: EnvSpec) -> None:
+def check_fits(net: nn.Module, spec: EnvSpec) -> None:
     """Reject, before training, networks whose outputs do not fit the spaces."""
-    obs = map_tree(torch.as_tensor, spec.sample_obs(2))
-    d = action_dim(spec)
-    try:
-        action = net.actor(obs)
-        q1, q2 = net.critic(obs, torch.zeros(2, d))
-    except (RuntimeError, ValueError) as err:
-        raise ConfigError(
-            f"The TD3 networks do not fit {spec.env_id}: a batch of 2 observations failed with "
-            f"{type(err).__name__}: {err}"
-        ) from err
-    shapes = [tuple(x.shape) for x in (action, q1, q2)]
-    if shapes != [(2, d), (2,), (2,)]:
-        raise ConfigError(
-            f"The TD3 networks do not fit {spec.env_id}: for 2 observations they gave action "
-            f"and Q shapes {shapes}, expected [(2, {d}), (2,), (2,)]."
-        )
+    check_actor_and_critic_fit("TD3", net, spec)
