@@ -321,3 +321,16 @@ def test_checkpoints_of_the_feed_forward_agents_from_before_the_lstm_still_load(
     shutil.copytree(OLD / f"{algo}-run", run_dir)
     resumed = shoal.train(resume=run_dir, run={"total_steps": 1024, "eval_episodes": 0})
     assert resumed.env_steps >= 1024
+
+
+@pytest.mark.distributed
+@pytest.mark.timeout(900)
+def test_recurrent_ppo_runs_on_ray_with_two_actors(ray_cluster, quiet_run):
+    # A smoke run: the recorded states travel from two actor processes to the learner's.
+    run = {**quiet_run, "runtime": "ray", "actors": 2, "num_envs": 4, "eval_episodes": 20}
+    agent = {**MEMORY, "use_lstm": True}
+    result = shoal.train("ppo", MEMORY_TASK, seed=0, total_steps=4_800, agent=agent, run=run)
+    assert result.summary["updates"] >= 40
+    policy = shoal.load(result.run_dir)
+    assert policy.recurrent and policy.config.use_lstm
+    assert np.isfinite(result.evaluation.mean_return)
