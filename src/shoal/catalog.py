@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # the agents import torch; `shoal list` and `--help` need non
 AGENTS: dict[str, tuple[str, str]] = {
     "ppo": (
         "shoal.agents.ppo",
-        "Proximal Policy Optimisation with GAE (on-policy, discrete or continuous)",
+        "Proximal Policy Optimisation with GAE (on-policy, discrete or continuous, optional LSTM)",
     ),
     "impala": (
         "shoal.agents.impala",
@@ -54,7 +54,7 @@ AGENTS: dict[str, tuple[str, str]] = {
     ),
     "a2c": (
         "shoal.agents.a2c",
-        "A2C: synchronous n-step advantage actor-critic, one gradient step per batch",
+        "A2C: synchronous n-step advantage actor-critic, one gradient step a batch, optional LSTM",
     ),
     "es": (
         "shoal.agents.es",

@@ -132,3 +132,31 @@ def test_bad_shapes_raise(x_shape, reset_shape, reset_dtype, words: str) -> None
             core.initial_state(B),
             torch.zeros(reset_shape, dtype=reset_dtype),
         )
+
+
+def test_segments_between_episode_starts_match_a_step_loop_in_float32() -> None:
+    # On CPU the steps between episode starts run as one fused LSTM call; it must give the
+    # cell's step-by-step outputs, states and gradients.
+    torch.manual_seed(0)
+    core = LSTMCore(IN, H)
+    x = torch.randn(20, B, IN, requires_grad=True)
+    reset = torch.zeros(20, B, dtype=torch.bool)
+    reset[0] = True
+    reset[9, 1] = True  # segments of 9, 1 (a single step) and 10 steps
+    reset[10, 2] = True
+    out, (h, c) = core(x, core.initial_state(B), reset)
+    out.square().sum().backward()
+    fused_grad = x.grad.clone()
+    x.grad = None
+    h_ref, c_ref = core.initial_state(B)
+    outs = []
+    for t in range(20):
+        keep = (~reset[t]).float()[:, None]
+        h_ref, c_ref = core.cell(x[t], (h_ref * keep, c_ref * keep))
+        outs.append(h_ref)
+    ref = torch.stack(outs)
+    ref.square().sum().backward()
+    torch.testing.assert_close(out, ref, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(h, h_ref, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(c, c_ref, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(fused_grad, x.grad, atol=1e-6, rtol=1e-5)

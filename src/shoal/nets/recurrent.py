@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import torch
 from torch import nn
 
@@ -61,12 +63,42 @@ class LSTMCore(nn.Module):
                 f"state must be two [B, H] = [{batch}, {self.hidden_size}] tensors, "
                 f"got {list(h.shape)} and {list(c.shape)}"
             )
+        # The steps run in segments that start where some entry starts an episode: the state is
+        # reset once at a segment's first step, then the segment is one fused LSTM call on CPU
+        # (torch.lstm, several times faster than a step loop forward and backward; the same
+        # weights and gate order as the cell), or a step loop elsewhere and for single steps.
         # `where`, not a 0/1 multiply, so a non-finite state cannot survive a reset as NaN.
         start = reset.unsqueeze(-1)
+        any_start = reset.any(dim=1).tolist()
+        bounds = [0, *(t for t in range(1, t_len) if any_start[t]), t_len]
+        fused = x.device.type == "cpu"
         outputs = [h.new_zeros(0, batch, self.hidden_size)]
-        for t in range(t_len):
-            h = torch.where(start[t], 0.0, h)
-            c = torch.where(start[t], 0.0, c)
-            h, c = self.cell(x[t], (h, c))
-            outputs.append(h.unsqueeze(0))
+        for begin, end in itertools.pairwise(bounds):
+            if begin == end:
+                continue
+            if any_start[begin]:
+                h = torch.where(start[begin], 0.0, h)
+                c = torch.where(start[begin], 0.0, c)
+            if fused and end - begin > 1:
+                out, h_n, c_n = torch.lstm(
+                    x[begin:end],
+                    (h.unsqueeze(0), c.unsqueeze(0)),
+                    self._weights(),
+                    True,  # has biases
+                    1,  # layers
+                    0.0,  # dropout
+                    self.training,
+                    False,  # bidirectional
+                    False,  # batch first
+                )
+                h, c = h_n[0], c_n[0]
+                outputs.append(out)
+                continue
+            for t in range(begin, end):
+                h, c = self.cell(x[t], (h, c))
+                outputs.append(h.unsqueeze(0))
         return torch.cat(outputs), (h, c)
+
+    def _weights(self) -> list[torch.Tensor]:
+        cell = self.cell
+        return [cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh]

@@ -30,12 +30,16 @@ class A2CConfig:
         None, "Share one torso between policy and value (default: yes for images, no for vectors)."
     )
     init_log_std: float = param(0.0, "Initial log standard deviation of Gaussian actions.")
+    use_lstm: bool = param(
+        False, "Put an LSTM core between each torso and its head (recurrent policy and value)."
+    )
+    lstm_size: int = param(256, "Hidden units of the LSTM core(s) when use_lstm is set.")
 
     # PPO's actor-critic network reads this; A2C has no reward scaling.
     normalize_reward = False
 
     def __post_init__(self) -> None:
-        require_positive(self, ("learning_rate", "rollout_length"))
+        require_positive(self, ("learning_rate", "rollout_length", "lstm_size"))
         require_unit_interval(self, ("gamma",))
         require_finite_nonnegative(self, ("value_coef", "entropy_coef", "max_grad_norm"))
         if not self.hidden_sizes or min(self.hidden_sizes) <= 0:

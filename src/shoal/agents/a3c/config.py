@@ -32,6 +32,10 @@ class A3CConfig:
         None, "Share one torso between policy and value (default: yes for images, no for vectors)."
     )
     init_log_std: float = param(0.0, "Initial log standard deviation of Gaussian actions.")
+    use_lstm: bool = param(
+        False, "Put an LSTM core between each torso and its head (recurrent policy and value)."
+    )
+    lstm_size: int = param(256, "Hidden units of the LSTM core(s) when use_lstm is set.")
 
     # PPO's actor-critic network reads these. An actor's gradient cannot carry statistics the
     # learner would merge, so A3C normalises neither observations nor rewards.
@@ -39,7 +43,7 @@ class A3CConfig:
     normalize_reward = False
 
     def __post_init__(self) -> None:
-        require_positive(self, ("learning_rate", "rollout_length"))
+        require_positive(self, ("learning_rate", "rollout_length", "lstm_size"))
         require_unit_interval(self, ("gamma",))
         require_finite_nonnegative(
             self, ("value_coef", "entropy_coef", "max_grad_norm", "max_staleness")

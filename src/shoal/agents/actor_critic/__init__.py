@@ -1,8 +1,12 @@
 """The actor-critic family: what PPO, A2C and A3C share.
 
 - `networks`: `ActorCritic`, a torso picked from the observation space with policy and value
-  heads (and optional observation and reward normalisation).
-- `policy`: `PPOPolicy`, the stochastic policy that records log-probabilities.
+  heads (and optional observation and reward normalisation), and an optional LSTM core
+  (`use_lstm`) run over time-major sequences (`ActorCritic.unroll`).
+- `policy`: `PPOPolicy`, the stochastic policy that records log-probabilities (and, with an
+  LSTM, carries the core's state through the runtime's row store).
+- `sequences`: the whole-sequence inputs of a recurrent learner (episode starts and the state
+  each env's sequence started from) and PPO's minibatches of whole sequences.
 - `loss`: the n-step advantage actor-critic loss (Mnih et al. 2016) of A2C's learner and A3C's
   actors.
 - `data`: the on-policy unroll queue of PPO and A2C.
@@ -10,15 +14,26 @@
 
 from shoal.agents.actor_critic.data import on_policy_data_path
 from shoal.agents.actor_critic.loss import LossSettings, actor_critic_loss
-from shoal.agents.actor_critic.networks import ActorCritic, NetworkSettings, make_networks
+from shoal.agents.actor_critic.networks import (
+    ActorCritic,
+    CoreState,
+    NetworkSettings,
+    Unrolled,
+    make_networks,
+)
 from shoal.agents.actor_critic.policy import PPOPolicy
+from shoal.agents.actor_critic.sequences import sequence_inputs, sequence_minibatches
 
 __all__ = [
     "ActorCritic",
+    "CoreState",
     "LossSettings",
     "NetworkSettings",
     "PPOPolicy",
+    "Unrolled",
     "actor_critic_loss",
     "make_networks",
     "on_policy_data_path",
+    "sequence_inputs",
+    "sequence_minibatches",
 ]

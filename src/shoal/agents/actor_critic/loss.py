@@ -11,7 +11,8 @@ import numpy as np
 import torch
 
 from shoal import ops
-from shoal.agents.actor_critic.networks import ActorCritic
+from shoal.agents.actor_critic.networks import ActorCritic, CoreState
+from shoal.agents.actor_critic.sequences import sequence_inputs
 from shoal.agents.base import Unroll
 from shoal.tree import map_tree
 
@@ -30,7 +31,9 @@ def actor_critic_loss(
     `[T, B]`; its diagnostics; and the observations it saw, flattened `[T B, ...]`.
 
     Values of the T + 1 observations and of truncated episodes' final observations are
-    computed with `net` (the weights being learned), in one pass with the policy.
+    computed with `net` (the weights being learned), in one pass with the policy. A recurrent
+    network runs over each env's whole sequence from the state recorded at its first step
+    (`sequence_inputs`).
     """
     device = next(net.parameters()).device
     length, width = unroll.length, unroll.batch_size
@@ -38,15 +41,24 @@ def actor_critic_loss(
     def tensor(x: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(np.asarray(x)).to(device)
 
-    obs = map_tree(lambda x: tensor(x).flatten(0, 1), unroll.obs)
-    params, values = net(obs)
+    obs_tm = map_tree(tensor, unroll.obs)  # [T + 1, B, ...]
+    obs = map_tree(lambda x: x.flatten(0, 1), obs_tm)
+    final_index = tensor(unroll.final_index)
+    kept: dict[int, CoreState] = {}
+    if net.recurrent:
+        first, state = sequence_inputs(unroll, net.initial_state(0).keys())
+        t_trunc = final_index[:, 0].unique().tolist()
+        unrolled = net.unroll(obs_tm, tensor(first), map_tree(tensor, state), t_trunc)
+        params, values, kept = unrolled.params.flatten(0, 1), unrolled.values, unrolled.kept
+    else:
+        params, values = net(obs)
     values = values.view(length + 1, width)
     params = params.view(length + 1, width, *params.shape[1:])[:-1].flatten(0, 1)
     v_t = values[1:].detach().clone()
     if len(unroll.final_index):
         with torch.no_grad():
-            t, b = tensor(unroll.final_index).unbind(1)
-            v_t[t, b] = net.value(map_tree(tensor, unroll.final_obs))
+            t, b = final_index.unbind(1)
+            v_t[t, b] = net.final_values(map_tree(tensor, unroll.final_obs), final_index, kept)
     terminated = tensor(unroll.terminated)
     discount_t = config.gamma * (~terminated).float()
     end_t = terminated | tensor(unroll.truncated)

@@ -1,9 +1,10 @@
 """The actor-critic family's network (PPO's, A2C's, A3C's): a torso chosen from the observation
-space, policy and value heads."""
+space, an optional LSTM core, policy and value heads."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import torch
@@ -11,11 +12,23 @@ from torch import nn
 
 from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError
-from shoal.nets import CategoricalHead, GaussianHead, RunningNorm, ValueHead
+from shoal.nets import CategoricalHead, GaussianHead, LSTMCore, LSTMState, RunningNorm, ValueHead
 from shoal.nets.torso import torso_from_setting
-from shoal.tree import map_tree
+from shoal.tree import leaves, map_tree
 
-__all__ = ["ActorCritic", "NetworkSettings", "check_fits", "make_networks"]
+__all__ = [
+    "ActorCritic",
+    "CoreState",
+    "NetworkSettings",
+    "Unrolled",
+    "check_fits",
+    "make_networks",
+]
+
+CoreState = dict[str, torch.Tensor]
+"""The LSTM cores' state for B rows, `{name: [B, H]}`: `core_h`, `core_c` (the policy's core,
+or the one core policy and value share) and, when the value has a torso of its own,
+`value_core_h`, `value_core_c`. Empty for a feed-forward network."""
 
 
 class NetworkSettings(Protocol):
@@ -35,6 +48,10 @@ class NetworkSettings(Protocol):
     def normalize_reward(self) -> bool: ...
     @property
     def init_log_std(self) -> float: ...
+    @property
+    def use_lstm(self) -> bool: ...
+    @property
+    def lstm_size(self) -> int: ...
 
 
 def _torso(spec: EnvSpec, config: NetworkSettings) -> nn.Module:
@@ -43,8 +60,24 @@ def _torso(spec: EnvSpec, config: NetworkSettings) -> nn.Module:
     )
 
 
+class Unrolled(NamedTuple):
+    """What `ActorCritic.unroll` gives for `[T, B]` observations."""
+
+    params: torch.Tensor  # [T, B, A] logits or [T, B, D] Gaussian means
+    values: torch.Tensor  # [T, B]
+    state: CoreState  # after the last step (empty without a core)
+    kept: dict[int, CoreState]  # the state after each kept step t (empty without a core)
+
+
 class ActorCritic(nn.Module):
     """`policy(obs)` gives logits `[B, A]` or a mean `[B, D]`; `value(obs)` gives `[B]`.
+
+    With `config.use_lstm` an LSTM core (`shoal.nets.LSTMCore`) sits between each torso and its
+    head, as in sb3-contrib's RecurrentPPO (one core for the policy and one for the value, or
+    one shared core where the torso is shared), and the network is run over time-major
+    sequences with `unroll(obs, first, state)`; `initial_state(B)` is the state of rows starting
+    an episode, and each core's state is zeroed where `first` says an episode starts.
+    `unroll` works for the feed-forward network too (it ignores `first` and `state`).
 
     The torso is picked from the observation space (MLP for vectors, a CNN for images, one per
     key for Dict spaces) or named by `config.torso`, which may be a user's
@@ -69,32 +102,160 @@ class ActorCritic(nn.Module):
         self.policy_torso = _torso(spec, config)
         self.value_torso = self.policy_torso if shared else _torso(spec, config)
         width = self.policy_torso.out_features
+        value_width = self.value_torso.out_features
+        # Registered only with an LSTM, so a feed-forward network's state dict (and so its old
+        # checkpoints) stays as it was.
+        self.policy_core: LSTMCore | None = None
+        self.value_core: LSTMCore | None = None
+        if config.use_lstm:
+            self.policy_core = LSTMCore(width, config.lstm_size)
+            width = value_width = config.lstm_size
+            if not shared:
+                self.value_core = LSTMCore(self.value_torso.out_features, config.lstm_size)
         self.policy_head: nn.Module = (
             CategoricalHead(width, spec.num_actions)
             if spec.discrete
             else GaussianHead(width, int(np.prod(spec.action_shape)), config.init_log_std)
         )
-        self.value_head = ValueHead(self.value_torso.out_features)
+        self.value_head = ValueHead(value_width)
 
     @property
     def log_std(self) -> torch.Tensor | None:
         """State-independent log standard deviation `[D]` of Gaussian actions."""
         return None if self.discrete else self.policy_head.log_std
 
+    @property
+    def recurrent(self) -> bool:
+        return self.policy_core is not None
+
+    def initial_state(self, batch_size: int) -> CoreState:
+        """Zero core state for `batch_size` rows (`CoreState`); empty without a core."""
+        state: CoreState = {}
+        for prefix, core in (("core", self.policy_core), ("value_core", self.value_core)):
+            if core is not None:
+                state[f"{prefix}_h"], state[f"{prefix}_c"] = core.initial_state(batch_size)
+        return state
+
     def _inputs(self, obs):
         return self.obs_norm(obs.float()) if self.obs_norm is not None else obs
 
+    def _feed_forward(self, what: str) -> None:
+        if self.recurrent:
+            raise RuntimeError(
+                f"ActorCritic.{what} takes single observations; this network has an LSTM core "
+                "and runs over sequences: use unroll(obs, first, state)."
+            )
+
     def policy(self, obs) -> torch.Tensor:
+        self._feed_forward("policy")
         return self.policy_head(self.policy_torso(self._inputs(obs)))
 
     def value(self, obs) -> torch.Tensor:
+        self._feed_forward("value")
         return self.value_head(self.value_torso(self._inputs(obs)))
 
     def forward(self, obs) -> tuple[torch.Tensor, torch.Tensor]:
+        self._feed_forward("forward")
         x = self._inputs(obs)
         h_policy = self.policy_torso(x)
         h_value = h_policy if self.value_torso is self.policy_torso else self.value_torso(x)
         return self.policy_head(h_policy), self.value_head(h_value)
+
+    def unroll(
+        self, obs: Any, first: torch.Tensor, state: CoreState, keep: Sequence[int] = ()
+    ) -> Unrolled:
+        """`obs [T, B, ...]` (or a dict of such), `first [T, B]` bool (obs[t] starts an episode:
+        the cores' state is zeroed before step t), `state` the cores' state before obs[0]
+        (`initial_state(B)` or one recorded while acting) -> `Unrolled`, with the state after
+        each step `t` in `keep` (the learner values a truncated episode's final observation
+        from the state after its last step)."""
+        if first.dim() != 2 or first.dtype != torch.bool:
+            raise ValueError(
+                f"first must be a bool tensor [T, B], got {first.dtype} {list(first.shape)}"
+            )
+        length, width = first.shape
+        for leaf in leaves(obs):
+            if tuple(leaf.shape[:2]) != (length, width):
+                raise ValueError(
+                    f"obs must be time-major [T, B, ...] = [{length}, {width}, ...] like first, "
+                    f"got {list(leaf.shape)}"
+                )
+        x = self._inputs(map_tree(lambda o: o.flatten(0, 1), obs))
+        h_policy = self.policy_torso(x)
+        h_value = h_policy if self.value_torso is self.policy_torso else self.value_torso(x)
+        new_state: CoreState = {}
+        kept: dict[int, CoreState] = {t: {} for t in keep}
+        if self.policy_core is not None:
+            if set(state) != set(self.initial_state(0)):
+                raise ValueError(
+                    f"The LSTM network needs its state {sorted(self.initial_state(0))}, got "
+                    f"{sorted(state)}; use initial_state(B)."
+                )
+            h_policy = _run_core(
+                self.policy_core, h_policy, first, state, "core", keep, new_state, kept
+            )
+            if self.value_core is None:
+                h_value = h_policy
+            else:
+                h_value = _run_core(
+                    self.value_core, h_value, first, state, "value_core", keep, new_state, kept
+                )
+        params = self.policy_head(h_policy)
+        values = self.value_head(h_value)
+        return Unrolled(
+            params.view(length, width, *params.shape[1:]),
+            values.view(length, width),
+            new_state,
+            kept if self.recurrent else {},
+        )
+
+    def final_values(
+        self, final_obs: Any, final_index: torch.Tensor, kept: dict[int, CoreState]
+    ) -> torch.Tensor:
+        """`V(final_obs[k])` `[K]` for the episodes truncated at `final_index[k] = (t, b)`.
+
+        The final observation continues the episode: a recurrent network steps its cores once
+        more on it from the state after step t (`kept[t]`, from `unroll(..., keep=...)`), as
+        the actor would have, had the episode gone on."""
+        if not self.recurrent:
+            return self.value(final_obs)
+        t_trunc, b_trunc = final_index.unbind(1)
+        pairs = list(zip(t_trunc.tolist(), b_trunc.tolist(), strict=True))
+        state = {key: torch.stack([kept[t][key][b] for t, b in pairs]) for key in kept[pairs[0][0]]}
+        first = torch.zeros(1, len(pairs), dtype=torch.bool, device=final_index.device)
+        return self.unroll(map_tree(lambda x: x[None], final_obs), first, state).values[0]
+
+
+def _run_core(
+    core: LSTMCore,
+    x: torch.Tensor,
+    first: torch.Tensor,
+    state: CoreState,
+    prefix: str,
+    keep: Sequence[int],
+    new_state: CoreState,
+    kept: dict[int, CoreState],
+) -> torch.Tensor:
+    """`core` over `x [T B, F]` from `state[prefix_h, prefix_c]` in segments that end at the
+    kept steps (the state flows across them); its outputs `[T B, H]`. Writes the last state
+    into `new_state` and the kept ones into `kept`."""
+    length, width = first.shape
+    x = x.view(length, width, -1)
+    hc: LSTMState = (state[f"{prefix}_h"], state[f"{prefix}_c"])
+    outputs = []
+    start = 0
+    for t in sorted(set(keep)):
+        if not 0 <= t < length:
+            raise ValueError(f"keep holds step {t}, outside the unroll of {length} steps")
+        out, hc = core(x[start : t + 1], hc, first[start : t + 1])
+        outputs.append(out)
+        kept[t][f"{prefix}_h"], kept[t][f"{prefix}_c"] = hc
+        start = t + 1
+    if start < length:
+        out, hc = core(x[start:], hc, first[start:])
+        outputs.append(out)
+    new_state[f"{prefix}_h"], new_state[f"{prefix}_c"] = hc
+    return torch.cat(outputs).flatten(0, 1)
 
 
 def make_networks(spec: EnvSpec, config: NetworkSettings) -> ActorCritic:
@@ -106,7 +267,15 @@ def make_networks(spec: EnvSpec, config: NetworkSettings) -> ActorCritic:
 @torch.no_grad()
 def check_fits(net: ActorCritic, spec: EnvSpec) -> None:
     """Reject, before training, a network whose outputs do not fit the action space."""
-    params, values = net(map_tree(torch.as_tensor, spec.sample_obs(2)))
+    obs = map_tree(lambda x: torch.as_tensor(x)[None], spec.sample_obs(2))
+    try:
+        unrolled = net.unroll(obs, torch.ones(1, 2, dtype=torch.bool), net.initial_state(2))
+    except (RuntimeError, ValueError) as err:
+        raise ConfigError(
+            f"The network does not fit {spec.env_id}: a batch of 2 observations failed with "
+            f"{type(err).__name__}: {err}"
+        ) from err
+    params, values = unrolled.params[0], unrolled.values[0]
     expected = (2, spec.num_actions) if spec.discrete else (2, *spec.action_shape)
     if tuple(params.shape) != expected or tuple(values.shape) != (2,):
         raise ConfigError(

@@ -44,13 +44,24 @@ class PPOConfig:
         None, "Share one torso between policy and value (default: yes for images, no for vectors)."
     )
     init_log_std: float = param(0.0, "Initial log standard deviation of Gaussian actions.")
+    use_lstm: bool = param(
+        False, "Put an LSTM core between each torso and its head (recurrent policy and value)."
+    )
+    lstm_size: int = param(256, "Hidden units of the LSTM core(s) when use_lstm is set.")
     target_kl: float | None = param(None, "Stop the epochs of an update early past this KL.")
     reward_clip: float | None = param(
         None, "Clip rewards to [-x, x] for learning (1.0 for Atari); None keeps them."
     )
 
     def __post_init__(self) -> None:
-        positive = ("learning_rate", "rollout_length", "num_epochs", "num_minibatches", "clip_eps")
+        positive = (
+            "learning_rate",
+            "rollout_length",
+            "num_epochs",
+            "num_minibatches",
+            "clip_eps",
+            "lstm_size",
+        )
         for name in (*positive, "minibatch_size"):
             if getattr(self, name) is not None and getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}.")
@@ -71,9 +82,11 @@ class PPOConfig:
 
 def validate(config: PPOConfig, layout: Layout) -> None:
     """Checks that need the run's layout as well as the agent config: a batch holds one rollout
-    of every actor's envs."""
+    of every actor's envs (with an LSTM, one sequence of rollout_length steps per env)."""
     num_envs = layout.total_envs
     rollout = config.rollout_length * num_envs
+    if config.use_lstm:
+        _validate_sequences(config, num_envs)
     if config.minibatch_size is None:
         if config.num_minibatches > rollout:
             raise ValueError(
@@ -87,4 +100,25 @@ def validate(config: PPOConfig, layout: Layout) -> None:
             f"minibatch_size={config.minibatch_size} is larger than a rollout of "
             f"rollout_length x num_envs = {config.rollout_length} x {num_envs} = {rollout}. "
             f"Set --agent.minibatch-size to at most {rollout} or collect longer rollouts."
+        )
+
+
+def _validate_sequences(config: PPOConfig, num_envs: int) -> None:
+    """A recurrent minibatch is a set of whole env sequences (rollout_length steps each)."""
+    if config.minibatch_size is None:
+        if config.num_minibatches > num_envs:
+            raise ValueError(
+                f"With use_lstm a minibatch holds whole env sequences, so num_minibatches="
+                f"{config.num_minibatches} cannot exceed the {num_envs} envs of a rollout. Set "
+                f"--agent.num-minibatches to at most {num_envs} or run more envs."
+            )
+        return
+    if config.minibatch_size % config.rollout_length:
+        fits = max(config.minibatch_size // config.rollout_length, 1) * config.rollout_length
+        raise ValueError(
+            f"With use_lstm a minibatch holds whole env sequences of rollout_length="
+            f"{config.rollout_length} steps, so minibatch_size={config.minibatch_size} must be "
+            f"a multiple of it. Set --agent.minibatch-size {fits}, or --agent.minibatch-size "
+            "none with --agent.num-minibatches (minibatches of num_envs / num_minibatches "
+            "sequences)."
         )

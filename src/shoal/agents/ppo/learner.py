@@ -1,16 +1,25 @@
-"""PPO's learner: targets for a rollout, then epochs of minibatch updates of the clipped loss."""
+"""PPO's learner: targets for a rollout, then epochs of minibatch updates of the clipped loss
+(minibatches of steps, or of whole env sequences for a recurrent network)."""
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import torch
 
+from shoal.agents.actor_critic import CoreState, sequence_inputs, sequence_minibatches
 from shoal.agents.base import NetworkLearner, Unroll, Update
 from shoal.agents.common import LearningRateSchedule
 from shoal.agents.ppo.config import PPOConfig
-from shoal.agents.ppo.loss import Minibatch, ppo_loss, rollout_targets
+from shoal.agents.ppo.loss import (
+    Minibatch,
+    Sequences,
+    ppo_loss,
+    ppo_sequence_loss,
+    rollout_targets,
+)
 from shoal.agents.ppo.networks import ActorCritic
 from shoal.envs.spec import EnvSpec
 from shoal.optim import Adam
@@ -43,28 +52,54 @@ class PPOLearner(NetworkLearner):
         terminated = tensor(batch.terminated)
         truncated = tensor(batch.truncated)
         rewards = tensor(self._scaled_rewards(batch))
+        final_index = tensor(batch.final_index)
         with torch.no_grad():
-            values = net.value(map_tree(lambda x: x.flatten(0, 1), obs)).view(length + 1, width)
+            kept: dict[int, CoreState] = {}
+            if net.recurrent:
+                # Each env's whole sequence from the state its first step was acted from.
+                starts, recorded = sequence_inputs(batch, net.initial_state(0).keys())
+                first, state = tensor(starts), {k: tensor(v) for k, v in recorded.items()}
+                t_trunc = final_index[:, 0].unique().tolist()
+                unrolled = net.unroll(obs, first, state, t_trunc)
+                values, kept = unrolled.values, unrolled.kept
+            else:
+                flat_obs = map_tree(lambda x: x.flatten(0, 1), obs)
+                values = net.value(flat_obs).view(length + 1, width)
             v_t = values[1:].clone()
             if len(batch.final_index):
-                t, b = tensor(batch.final_index).unbind(1)
-                v_t[t, b] = net.value(map_tree(tensor, batch.final_obs))
+                t, b = final_index.unbind(1)
+                v_t[t, b] = net.final_values(map_tree(tensor, batch.final_obs), final_index, kept)
         advantages, returns = rollout_targets(
             config, rewards, terminated, truncated, values[:-1], v_t
         )
         actions = batch.extras.get("action", batch.actions)
-        data = Minibatch(
-            obs=map_tree(lambda x: x[:-1].flatten(0, 1), obs),
-            actions=tensor(actions).flatten(0, 1),
-            old_log_prob=tensor(batch.extras["log_prob"]).flatten(),
-            old_values=values[:-1].flatten(),
-            advantages=advantages.flatten(),
-            returns=returns.flatten(),
-        )
-        if "active" in batch.extras:  # rows without an agent (multi-agent envs) teach nothing
-            keep = tensor(batch.extras["active"]).flatten().nonzero().squeeze(1)
-            data = Minibatch(*(map_tree(functools.partial(_rows, index=keep), f) for f in data))
-        metrics = self._optimise(data, clip_eps)
+        if net.recurrent:
+            sequences = Sequences(
+                obs=map_tree(lambda x: x[:-1], obs),
+                first=first[:-1],
+                state=state,
+                actions=tensor(actions),
+                old_log_prob=tensor(batch.extras["log_prob"]),
+                old_values=values[:-1],
+                advantages=advantages,
+                returns=returns,
+                active=tensor(batch.extras["active"]) if "active" in batch.extras else None,
+            )
+            data = sequences.flat()
+            metrics = self._optimise_sequences(sequences, clip_eps)
+        else:
+            data = Minibatch(
+                obs=map_tree(lambda x: x[:-1].flatten(0, 1), obs),
+                actions=tensor(actions).flatten(0, 1),
+                old_log_prob=tensor(batch.extras["log_prob"]).flatten(),
+                old_values=values[:-1].flatten(),
+                advantages=advantages.flatten(),
+                returns=returns.flatten(),
+            )
+            if "active" in batch.extras:  # rows without an agent (multi-agent envs) teach nothing
+                keep = tensor(batch.extras["active"]).flatten().nonzero().squeeze(1)
+                data = Minibatch(*(map_tree(functools.partial(_rows, index=keep), f) for f in data))
+            metrics = self._optimise(data, clip_eps)
         if net.obs_norm is not None:
             # After the update, so the epochs saw the normalisation the actor acted with.
             net.obs_norm.update(data.obs)
@@ -82,16 +117,49 @@ class PPOLearner(NetworkLearner):
         # minibatch_size None: the batch in num_minibatches parts, so any number of envs fits.
         wanted = config.minibatch_size or max(size // config.num_minibatches, 1)
         mb = min(wanted, size)  # a round that lost an actor is smaller
-        sums: dict[str, float] = {}
-        steps = 0
-        for _ in range(config.num_epochs):
+
+        def epoch() -> Iterator[tuple[torch.Tensor, dict[str, torch.Tensor]]]:
             order = torch.randperm(size).to(data.actions.device)
-            epoch_kl = 0.0
             for start in range(0, size - mb + 1, mb):
                 index = order[start : start + mb]
                 rows = functools.partial(_rows, index=index)
                 minibatch = Minibatch(*(map_tree(rows, field) for field in data))
-                loss, diagnostics = ppo_loss(self.net, minibatch, config, clip_eps)
+                yield ppo_loss(self.net, minibatch, config, clip_eps)
+
+        return self._epochs(epoch)
+
+    def _optimise_sequences(self, data: Sequences, clip_eps: float) -> dict[str, float]:
+        """Minibatches of whole env columns (`sequence_minibatches`): a column's steps stay
+        together and in order, so the LSTM sees each sequence as it was acted."""
+        config = self.config
+        length, width = data.first.shape
+        # minibatch_size is in steps, a multiple of rollout_length (`validate`).
+        wanted = (
+            config.minibatch_size // length
+            if config.minibatch_size
+            else max(width // config.num_minibatches, 1)
+        )
+
+        def epoch() -> Iterator[tuple[torch.Tensor, dict[str, torch.Tensor]]]:
+            for index in sequence_minibatches(width, wanted, data.first.device):
+                minibatch = data.columns(index)
+                if minibatch.active is not None and not minibatch.active.any():
+                    continue  # no row of these columns held an agent
+                yield ppo_sequence_loss(self.net, minibatch, config, clip_eps)
+
+        return self._epochs(epoch)
+
+    def _epochs(
+        self, epoch: Callable[[], Iterator[tuple[torch.Tensor, dict[str, torch.Tensor]]]]
+    ) -> dict[str, float]:
+        """`num_epochs` passes of gradient steps on the losses `epoch()` yields; the mean of
+        their diagnostics."""
+        config = self.config
+        sums: dict[str, float] = {}
+        steps = 0
+        for _ in range(config.num_epochs):
+            epoch_kl = 0.0
+            for loss, diagnostics in epoch():
                 self.optimizer.zero_grad()
                 loss.backward()
                 if config.max_grad_norm > 0:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 
 from shoal import ops
+from shoal.agents.actor_critic import CoreState
 from shoal.agents.ppo.config import PPOConfig
 from shoal.agents.ppo.networks import ActorCritic
+from shoal.tree import map_tree
 
 
 class Minibatch(NamedTuple):
@@ -20,6 +22,64 @@ class Minibatch(NamedTuple):
     old_values: torch.Tensor
     advantages: torch.Tensor
     returns: torch.Tensor
+
+
+class Sequences(NamedTuple):
+    """Whole sequences for a recurrent network: one column per env, time-major `[T, B, ...]`,
+    each column's steps in the order they were acted."""
+
+    obs: Any  # [T, B, ...] (a dict of such for Dict observations)
+    first: torch.Tensor  # [T, B] bool: obs[t] starts an episode (the cores' state is zeroed)
+    state: CoreState  # {key: [B, H]}: the cores' state before obs[0], as the actor recorded it
+    actions: torch.Tensor  # [T, B, ...]
+    old_log_prob: torch.Tensor  # [T, B]
+    old_values: torch.Tensor  # [T, B]
+    advantages: torch.Tensor  # [T, B]
+    returns: torch.Tensor  # [T, B]
+    active: torch.Tensor | None  # [T, B] bool: the row held an agent (None: all did)
+
+    def columns(self, index: torch.Tensor) -> Sequences:
+        """The sequences of env columns `index` `[b]`, whole and in order."""
+
+        def pick(x: torch.Tensor, axis: int) -> torch.Tensor:
+            return x.index_select(axis, index)
+
+        return Sequences(
+            obs=map_tree(lambda x: pick(x, 1), self.obs),
+            first=pick(self.first, 1),
+            state={key: pick(value, 0) for key, value in self.state.items()},
+            actions=pick(self.actions, 1),
+            old_log_prob=pick(self.old_log_prob, 1),
+            old_values=pick(self.old_values, 1),
+            advantages=pick(self.advantages, 1),
+            returns=pick(self.returns, 1),
+            active=None if self.active is None else pick(self.active, 1),
+        )
+
+    def flat(self) -> Minibatch:
+        """The steps as flat samples `[N, ...]` (the active ones where `active` is set)."""
+        keep = None if self.active is None else self.active.flatten().nonzero().squeeze(1)
+        return Minibatch(
+            *(
+                _flat(field, keep)
+                for field in (
+                    self.obs,
+                    self.actions,
+                    self.old_log_prob,
+                    self.old_values,
+                    self.advantages,
+                    self.returns,
+                )
+            )
+        )
+
+
+def _flat(tree: Any, keep: torch.Tensor | None) -> Any:
+    def one(x: torch.Tensor) -> torch.Tensor:
+        x = x.flatten(0, 1)
+        return x if keep is None else x[keep]
+
+    return map_tree(one, tree)
 
 
 def rollout_targets(
@@ -50,6 +110,30 @@ def ppo_loss(
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Clipped surrogate + weighted value loss - weighted entropy, and its diagnostics."""
     params, values = net(batch.obs)
+    return _clipped_loss(net, params, values, batch, config, clip_eps)
+
+
+def ppo_sequence_loss(
+    net: ActorCritic, sequences: Sequences, config: PPOConfig, clip_eps: float
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """`ppo_loss` of a recurrent network over whole sequences `[T, B]`: the cores run over each
+    column in order from its recorded state, resetting where episodes start; the loss is then
+    that of the (active) steps, as for flat samples."""
+    unrolled = net.unroll(sequences.obs, sequences.first, sequences.state)
+    batch = sequences.flat()
+    keep = None if sequences.active is None else sequences.active.flatten().nonzero().squeeze(1)
+    params, values = _flat(unrolled.params, keep), _flat(unrolled.values, keep)
+    return _clipped_loss(net, params, values, batch, config, clip_eps)
+
+
+def _clipped_loss(
+    net: ActorCritic,
+    params: torch.Tensor,
+    values: torch.Tensor,
+    batch: Minibatch,
+    config: PPOConfig,
+    clip_eps: float,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     if net.discrete:
         log_prob = ops.categorical_log_prob(params, batch.actions)
         entropy = ops.categorical_entropy(params)
