@@ -117,7 +117,8 @@ def test_every_old_name_of_a_field_is_taken_and_noted_once_per_place():
 
 
 @pytest.mark.parametrize(
-    "algo", ["ppo", "a2c", "a3c", "impala", "dqn", "apex", "r2d2", "agent57", "sac", "td3", "es"]
+    "algo",
+    ["ppo", "a2c", "a3c", "pg", "impala", "dqn", "apex", "r2d2", "agent57", "sac", "td3", "es"],
 )
 def test_every_agent_with_a_learning_rate_can_anneal_it(algo):
     names = {name for name, *_ in config.describe(catalog.get_agent(algo).config_cls)}

@@ -56,6 +56,10 @@ AGENTS: dict[str, tuple[str, str]] = {
         "shoal.agents.a2c",
         "A2C: synchronous n-step advantage actor-critic, one gradient step a batch, optional LSTM",
     ),
+    "pg": (
+        "shoal.agents.pg",
+        "REINFORCE: Monte-Carlo policy gradient with an optional learned baseline (on-policy)",
+    ),
     "es": (
         "shoal.agents.es",
         "Evolution strategies: shared noise table, mirrored pairs, centred ranks; scalars travel",

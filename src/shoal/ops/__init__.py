@@ -33,7 +33,12 @@ from shoal.ops.policy_losses import (
     value_loss,
 )
 from shoal.ops.retrace import retrace, transformed_greedy_retrace
-from shoal.ops.returns import discounted_returns, lambda_returns, n_step_returns
+from shoal.ops.returns import (
+    complete_return_mask,
+    discounted_returns,
+    lambda_returns,
+    n_step_returns,
+)
 from shoal.ops.squashed_gaussian import (
     SquashedSample,
     squashed_gaussian_log_prob,
@@ -64,6 +69,7 @@ __all__ = [
     "clipped_surrogate_loss",
     "clipped_value_loss",
     "combine_q_values",
+    "complete_return_mask",
     "discounted_returns",
     "es_gradient",
     "gaussian_entropy",

@@ -1,4 +1,5 @@
-"""Multi-step return targets: Monte-Carlo, λ-returns and n-step returns.
+"""Multi-step return targets: Monte-Carlo, λ-returns and n-step returns, and which steps of a
+sequence have a complete Monte-Carlo return.
 
 All inputs are time-major `[T, B]`. Conventions shared by every op here:
 
@@ -27,7 +28,7 @@ from shoal.ops._checks import (
     lambda_per_step,
 )
 
-__all__ = ["discounted_returns", "lambda_returns", "n_step_returns"]
+__all__ = ["complete_return_mask", "discounted_returns", "lambda_returns", "n_step_returns"]
 
 
 def _maybe_detach(stop: bool, *xs: Tensor) -> tuple[Tensor, ...]:
@@ -170,3 +171,28 @@ def n_step_returns(
         result = result + (active - still_active) * cumulative_discount * shifted(v_t, k)
         active = still_active
     return result
+
+
+def complete_return_mask(end_t: Tensor) -> Tensor:
+    """Where the return from step t is a whole episode's: an episode end lies at or after t.
+
+    `complete_t[t] = max_{k >= t} end_t[k]` over the sequence `[T, B]`. REINFORCE (Williams
+    1992, Machine Learning 8:229-256; Sutton & Barto 2018, Sec. 13.3) weighs `∇ log π(a_t|s_t)`
+    by the return `G_t` to the end of the episode. In a sequence of fixed length the steps after
+    a column's last end belong to an episode the sequence cut, whose `G_t` is not known without
+    bootstrapping: those steps get `False`, every other step `True`. With λ = 1 and these ends,
+    `lambda_returns` gives each `True` step its whole episode's discounted reward-to-go.
+
+    Args:
+        end_t: episode ends `[T, B]` (terminated or truncated), bool or float, nonzero at an end.
+
+    Returns:
+        bool mask `[T, B]`.
+    """
+    if not isinstance(end_t, Tensor):
+        raise ValueError(f"end_t must be a torch.Tensor, got {type(end_t).__name__}")
+    if end_t.ndim != 2 or end_t.shape[0] == 0:
+        raise ValueError(f"end_t must be time-major [T, B] with T >= 1, got {tuple(end_t.shape)}")
+    ends = (end_t.detach() != 0).to(torch.uint8)
+    # A reversed running maximum: 1 from each column's last end back to its first step.
+    return ends.flip(0).cummax(0).values.flip(0).bool()
