@@ -48,10 +48,7 @@ class NetworkSettings(Protocol):
     def normalize_reward(self) -> bool: ...
     @property
     def init_log_std(self) -> float: ...
-    @property
-    def use_lstm(self) -> bool: ...
-    @property
-    def lstm_size(self) -> int: ...
+    # Optional: `use_lstm` and `lstm_size`; a config without them (pg's) is feed-forward.
 
 
 def _torso(spec: EnvSpec, config: NetworkSettings) -> nn.Module:
@@ -107,11 +104,12 @@ class ActorCritic(nn.Module):
         # checkpoints) stays as it was.
         self.policy_core: LSTMCore | None = None
         self.value_core: LSTMCore | None = None
-        if config.use_lstm:
-            self.policy_core = LSTMCore(width, config.lstm_size)
-            width = value_width = config.lstm_size
+        if getattr(config, "use_lstm", False):
+            lstm_size = int(getattr(config, "lstm_size"))  # noqa: B009 (not on the protocol)
+            self.policy_core = LSTMCore(width, lstm_size)
+            width = value_width = lstm_size
             if not shared:
-                self.value_core = LSTMCore(self.value_torso.out_features, config.lstm_size)
+                self.value_core = LSTMCore(self.value_torso.out_features, lstm_size)
         self.policy_head: nn.Module = (
             CategoricalHead(width, spec.num_actions)
             if spec.discrete
