@@ -11,7 +11,7 @@ prints the mean return of an agent and of a game's summed return, each with its 
 The run the README reports was trained with
 
     shoal train ppo --env pettingzoo:mpe.simple_spread_v3 --env.agent-id true --num-envs 8 \
-        --total-steps 1000000 --max-time 4800 --agent.rollout-length 25 \
+        --total-steps 1000000 --max-time 4800 --agent.unroll-length 25 \
         --agent.num-epochs 10 --agent.minibatch-size 200 --agent.learning-rate 0.001 \
         --agent.entropy-coef 0.01 --agent.gamma 0.95
 """

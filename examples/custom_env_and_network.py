@@ -82,7 +82,7 @@ def make_network(observation_space: gym.spaces.Dict) -> nn.Module:
 AGENT_CONFIG = {
     "torso": f"{MODULE}:make_network",
     "learning_rate": 1e-3,
-    "rollout_length": 32,
+    "unroll_length": 32,
     "minibatch_size": 128,
     "num_epochs": 4,
     "gamma": 0.95,

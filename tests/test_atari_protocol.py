@@ -60,7 +60,7 @@ def pong_run(quiet_run):
         "ALE/Pong-v5",
         total_steps=128,
         run={**quiet_run, "num_envs": 2, "eval_episodes": 0},
-        agent={"rollout_length": 64, "minibatch_size": 64},
+        agent={"unroll_length": 64, "minibatch_size": 64},
         env_config={"sticky_actions": True, "max_frames": 400},
     ).run_dir
 

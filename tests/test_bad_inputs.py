@@ -485,7 +485,7 @@ def test_a_port_that_is_not_a_ray_head_is_refused_after_a_bounded_wait(
 
 @pytest.mark.parametrize(
     ("algo", "length"),
-    [("ppo", "rollout_length"), ("dqn", "unroll_length"), ("impala", "unroll_length")],
+    [("ppo", "unroll_length"), ("dqn", "unroll_length"), ("impala", "unroll_length")],
     ids=["in turn", "in turn, replay", "overlapped"],
 )
 def test_max_time_ends_a_long_unroll_with_a_checkpoint(quiet_run, algo, length):

@@ -82,7 +82,7 @@ def test_config_file_layers_under_flags(tmp_path, capsys):
             "train",
             "--config",
             str(config),
-            "--agent.rollout-length",
+            "--agent.rollout-length",  # PPO's old name for unroll_length, in both layers
             "128",
             "--runs-dir",
             str(runs),
@@ -97,8 +97,10 @@ def test_config_file_layers_under_flags(tmp_path, capsys):
     assert code == 0
     (run_dir,) = runs.iterdir()
     written = (run_dir / "config.yaml").read_text()
-    assert "seed: 5" in written and "rollout_length: 128" in written and "num_envs: 2" in written
-    assert "evaluation (deterministic" in capsys.readouterr().out
+    assert "seed: 5" in written and "unroll_length: 128" in written and "num_envs: 2" in written
+    out, err = capsys.readouterr()
+    assert "evaluation (deterministic" in out
+    assert "rollout_length is now called unroll_length" in err
 
 
 def test_list_shows_algorithms_presets_and_settings(capsys):

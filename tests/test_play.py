@@ -94,7 +94,7 @@ def atari_run(quiet_run):
         "ALE/Pong-v5",
         total_steps=128,
         run={**quiet_run, "num_envs": 2, "eval_episodes": 0},
-        agent={"rollout_length": 64, "minibatch_size": 64},
+        agent={"unroll_length": 64, "minibatch_size": 64},
         env_config={"max_frames": 160},
     ).run_dir
 
@@ -162,7 +162,7 @@ def test_a_video_every_n_steps_goes_to_the_run_and_to_tensorboard(quiet_run):
         "CartPole-v1",
         total_steps=2_048,
         run={**quiet_run, "tensorboard": True, "video_every": 1_000, "eval_episodes": 0},
-        agent={"rollout_length": 32},
+        agent={"unroll_length": 32},
     )
     videos = sorted((run.run_dir / "videos").iterdir())
     # the driver records when a count of steps first passes 1000 and 2000

@@ -27,7 +27,7 @@ def test_continuous_actions_with_normalisation_and_value_clipping(quiet_run):
         "normalize_obs": True,
         "normalize_reward": True,
         "clip_value": True,
-        "rollout_length": 64,
+        "unroll_length": 64,
         "minibatch_size": 64,
     }
     result = shoal.train(
@@ -50,7 +50,7 @@ def test_continuous_actions_with_normalisation_and_value_clipping(quiet_run):
 def test_truncated_steps_carry_their_final_observation():
     env = Countdown(length=3)
     spec = EnvSpec.from_env("countdown", env)
-    config = PPOConfig(rollout_length=7)
+    config = PPOConfig(unroll_length=7)
     net = AGENT.make_networks(spec, config)
     vector = InProcessVectorEnv([lambda: Countdown(length=3)] * 2, spec, seed=0)
     policy = AGENT.make_policy(spec, config, net, 0)
@@ -138,7 +138,7 @@ def test_unrolls_from_two_actors_concatenate_along_the_batch():
 
     env = Countdown(length=3)
     spec = EnvSpec.from_env("countdown", env)
-    config = PPOConfig(rollout_length=4)
+    config = PPOConfig(unroll_length=4)
     net = AGENT.make_networks(spec, config)
     unrolls = []
     for width in (1, 2):

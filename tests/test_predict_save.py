@@ -169,7 +169,7 @@ def small_torso(observation_space):
 def test_a_custom_torso_may_be_the_function_itself(tmp_path):
     # Issue 35, item 17: `agent={"torso": fn}` was refused (a string was required).
     run = {"runs_dir": str(tmp_path), "progress": False, "tensorboard": False, "eval_episodes": 0}
-    agent = {"torso": small_torso, "minibatch_size": 64, "rollout_length": 16}
+    agent = {"torso": small_torso, "minibatch_size": 64, "unroll_length": 16}
     result = shoal.train(
         "ppo", "CartPole-v1", total_steps=128, run={**run, "num_envs": 4}, agent=agent
     )

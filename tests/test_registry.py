@@ -88,7 +88,7 @@ def test_shoal_envs_describes_families_and_one_id(capsys):
     [("minatar:breakout", "MinAtarCNN"), ("ALE/Pong-v5", "NatureCNN")],
 )
 def test_ppo_trains_on_images_with_the_torso_the_space_calls_for(quiet_run, env_id, torso):
-    agent = {"rollout_length": 16, "minibatch_size": 32, "num_epochs": 1, "torso": "auto"}
+    agent = {"unroll_length": 16, "minibatch_size": 32, "num_epochs": 1, "torso": "auto"}
     run = {**quiet_run, "num_envs": 2, "eval_episodes": 0, "log_interval": 32}
     result = shoal.train("ppo", env_id, total_steps=64, agent=agent, run=run)
     policy = shoal.load(result.run_dir)

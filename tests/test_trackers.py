@@ -46,7 +46,7 @@ def train(tmp_path, logger, total_steps=1024, resume=None):
             "num_envs": 4,
             "logger": logger,
         }
-        return shoal.train("ppo", "CartPole-v1", run=run, agent={"rollout_length": 64}).run_dir
+        return shoal.train("ppo", "CartPole-v1", run=run, agent={"unroll_length": 64}).run_dir
     return shoal.train(resume=resume, run=run).run_dir
 
 
@@ -193,7 +193,7 @@ def test_wandb_and_mlflow_are_imported_only_when_chosen(tmp_path):
         "import sys, shoal\n"
         "shoal.train('ppo', 'CartPole-v1', total_steps=256, run={'runs_dir': sys.argv[1], "
         "'progress': False, 'eval_episodes': 0, 'num_envs': 4, 'log_interval': 128, "
-        "'logger': 'tensorboard,jsonl,csv'}, agent={'rollout_length': 64})\n"
+        "'logger': 'tensorboard,jsonl,csv'}, agent={'unroll_length': 64})\n"
         "print(sorted(m for m in ('wandb', 'mlflow') if m in sys.modules))\n"
     )
     out = subprocess.run(
@@ -341,7 +341,7 @@ def test_tensorboard_keeps_the_checkpoint_steps_row_and_evaluation_after_a_resum
         "eval_episodes": 2,
         "total_steps": 512,
     }
-    first = shoal.train("ppo", "CartPole-v1", run=run, agent={"rollout_length": 64})
+    first = shoal.train("ppo", "CartPole-v1", run=run, agent={"unroll_length": 64})
     end = first.env_steps
     shoal.train(resume=first.run_dir, run={"total_steps": 1024})
     jsonl = {r["env_steps"] for r in read_metrics(first.run_dir / "metrics.jsonl")}

@@ -39,7 +39,7 @@ def test_agent_lr_suggests_the_learning_rate_not_anneal_lr(capsys):
     [
         ("ppo", "--agent.ent-coef", "--agent.entropy-coef"),
         ("ppo", "--agent.vf-coef", "--agent.value-coef"),
-        ("ppo", "--agent.n-steps", "--agent.rollout-length"),
+        ("ppo", "--agent.n-steps", "--agent.unroll-length"),
         ("impala", "--agent.n-steps", "--agent.unroll-length"),
         ("ppo", "--agent.batch-size", "--agent.minibatch-size"),
         ("dqn", "--agent.tau", "--agent.target-tau"),

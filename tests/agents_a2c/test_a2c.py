@@ -19,11 +19,11 @@ def _unroll(config: A2CConfig):
     net = AGENT.make_networks(spec, config)
     envs = InProcessVectorEnv([lambda: Countdown(length=3)] * 2, spec, seed=0)
     policy = AGENT.make_policy(spec, config, net, 0, None)
-    return spec, net, UnrollCollector(envs, Acting(policy, spec), config.rollout_length).collect()
+    return spec, net, UnrollCollector(envs, Acting(policy, spec), config.unroll_length).collect()
 
 
 def test_one_update_is_one_gradient_step_that_moves_the_weights():
-    config = A2CConfig(rollout_length=7, hidden_sizes=(8,))
+    config = A2CConfig(unroll_length=7, hidden_sizes=(8,))
     spec, net, unroll = _unroll(config)
     learner = AGENT.make_learner(spec, config, net)
     before = [p.detach().clone() for p in net.parameters()]
@@ -35,8 +35,8 @@ def test_one_update_is_one_gradient_step_that_moves_the_weights():
 
 
 def test_config_errors_name_the_flag():
-    with pytest.raises(ValueError, match=r"--agent\.rollout-length"):
-        A2CConfig(rollout_length=0)
+    with pytest.raises(ValueError, match=r"--agent\.unroll-length"):
+        A2CConfig(unroll_length=0)
     with pytest.raises(ValueError, match=r"--agent\.gamma"):
         A2CConfig(gamma=1.5)
 

@@ -20,14 +20,14 @@ def _actor(config: A3CConfig):
     net = AGENT.make_networks(spec, config)
     vector = InProcessVectorEnv([lambda: make_env("CartPole-v1")] * 2, spec, seed=0)
     policy = AGENT.make_policy(spec, config, net, 0, None)
-    collector = UnrollCollector(vector, Acting(policy, spec), config.rollout_length)
+    collector = UnrollCollector(vector, Acting(policy, spec), config.unroll_length)
     collector.acting.version = 0  # as if it had taken the learner's first weights
     adder = AGENT.make_data_path(spec, config, Layout()).make_adder(policy, 0)
     return spec, net, collector, adder
 
 
 def test_the_adder_sends_the_gradient_of_the_actor_critic_loss_at_the_acting_weights():
-    config = A3CConfig(rollout_length=6, hidden_sizes=(8,))
+    config = A3CConfig(unroll_length=6, hidden_sizes=(8,))
     spec, net, collector, adder = _actor(config)
     unroll = collector.collect()
     item = adder.add(unroll)
@@ -48,7 +48,7 @@ def test_the_adder_sends_the_gradient_of_the_actor_critic_loss_at_the_acting_wei
 
 
 def test_the_learner_applies_a_gradient_as_adam_would():
-    config = A3CConfig(rollout_length=6, hidden_sizes=(8,), max_grad_norm=0.0)
+    config = A3CConfig(unroll_length=6, hidden_sizes=(8,), max_grad_norm=0.0)
     spec, net, collector, adder = _actor(config)
     item = adder.add(collector.collect())
     learner = AGENT.make_learner(spec, config, net)

@@ -34,7 +34,7 @@ MEMORY_TASK = "shoal.envs.toy:repeat_first"
 MEMORY = {
     "lstm_size": 32,
     "hidden_sizes": (32,),
-    "rollout_length": 12,
+    "unroll_length": 12,
     "minibatch_size": None,
     "num_minibatches": 1,
     "learning_rate": 0.003,
@@ -72,7 +72,7 @@ def _replayed_log_probs(net, unroll, columns=None):
 
 
 def test_the_learner_replays_each_sequence_as_it_was_acted():
-    config = PPOConfig(use_lstm=True, lstm_size=8, hidden_sizes=(8,), rollout_length=11)
+    config = PPOConfig(use_lstm=True, lstm_size=8, hidden_sizes=(8,), unroll_length=11)
     _, net, unroll = _collect(config)
     assert unroll.extras["first"][1:].any(), "episodes must start inside the sequences"
     assert np.abs(unroll.extras["core_h"][0]).min() > 0, "must start from a carried state"
@@ -170,7 +170,7 @@ def test_recurrent_ppo_update_moves_the_weights_and_keeps_its_first_kl_at_zero()
         use_lstm=True,
         lstm_size=8,
         hidden_sizes=(8,),
-        rollout_length=11,
+        unroll_length=11,
         num_epochs=1,
         minibatch_size=22,
     )
@@ -190,7 +190,7 @@ def test_recurrent_ppo_update_moves_the_weights_and_keeps_its_first_kl_at_zero()
 @pytest.mark.parametrize(
     ("agent", "run", "words"),
     [
-        ({"rollout_length": 32, "minibatch_size": 48}, {}, "minibatch-size 32"),
+        ({"unroll_length": 32, "minibatch_size": 48}, {}, "minibatch-size 32"),
         ({"minibatch_size": None, "num_minibatches": 16}, {"num_envs": 8}, "num-minibatches"),
     ],
 )
@@ -293,7 +293,7 @@ def test_a_recurrent_ppo_run_resumes_with_its_lstm(memory_runs, tmp_path):
 
 def test_recurrent_a2c_and_a3c_learn_the_memory_task_with_central_inference(tmp_path):
     run = {"runs_dir": str(tmp_path), "progress": False, "tensorboard": False, "num_envs": 8}
-    agent = {"use_lstm": True, "lstm_size": 32, "hidden_sizes": (32,), "rollout_length": 12}
+    agent = {"use_lstm": True, "lstm_size": 32, "hidden_sizes": (32,), "unroll_length": 12}
     agent |= {"learning_rate": 0.003}
     a2c = shoal.train(
         "a2c",

@@ -34,7 +34,7 @@ def _setup(config: PGConfig, length: int = 5, terminate_at: int | None = 3):
     net = AGENT.make_networks(spec, config)
     vector = InProcessVectorEnv([env] * 2, spec, seed=0)
     policy = AGENT.make_policy(spec, config, net, 0, None)
-    unroll = UnrollCollector(vector, Acting(policy, spec), config.rollout_length).collect()
+    unroll = UnrollCollector(vector, Acting(policy, spec), config.unroll_length).collect()
     return spec, net, unroll
 
 
@@ -52,7 +52,7 @@ def _policy_loss(config: PGConfig, net, unroll) -> float:
 
 def test_without_a_baseline_each_step_is_weighted_by_its_whole_return_and_cut_tails_by_none():
     config = PGConfig(
-        rollout_length=7, baseline=False, normalize_advantages=False, gamma=GAMMA, hidden_sizes=(8,)
+        unroll_length=7, baseline=False, normalize_advantages=False, gamma=GAMMA, hidden_sizes=(8,)
     )
     _, net, unroll = _setup(config)
     assert unroll.terminated[[2, 5]].all() and not unroll.terminated[[0, 1, 3, 4, 6]].any()
@@ -77,7 +77,7 @@ def test_without_a_baseline_each_step_is_weighted_by_its_whole_return_and_cut_ta
 
 
 def test_with_a_baseline_cut_tails_bootstrap_and_the_baseline_learns():
-    config = PGConfig(rollout_length=7, hidden_sizes=(8,), normalize_advantages=False)
+    config = PGConfig(unroll_length=7, hidden_sizes=(8,), normalize_advantages=False)
     spec, net, unroll = _setup(config)
     value_before = _copy(net.value_head)
     learner = AGENT.make_learner(spec, config, net)
@@ -93,7 +93,7 @@ def test_with_a_baseline_cut_tails_bootstrap_and_the_baseline_learns():
 
 
 def test_without_a_baseline_the_value_head_never_moves_and_an_unroll_of_no_ending_teaches_nothing():
-    config = PGConfig(rollout_length=2, hidden_sizes=(8,), baseline=False)
+    config = PGConfig(unroll_length=2, hidden_sizes=(8,), baseline=False)
     spec, net, unroll = _setup(config, length=5, terminate_at=None)  # no end in 2 steps
     before = _copy(net)
     metrics = AGENT.make_learner(spec, config, net).update(unroll, 0.0).metrics
@@ -101,7 +101,7 @@ def test_without_a_baseline_the_value_head_never_moves_and_an_unroll_of_no_endin
     assert all(np.isfinite(v) for v in metrics.values())
     assert all(_unchanged(before, net))
     # With an ending, the policy moves and the value head still does not.
-    config = PGConfig(rollout_length=7, hidden_sizes=(8,), baseline=False)
+    config = PGConfig(unroll_length=7, hidden_sizes=(8,), baseline=False)
     spec, net, unroll = _setup(config)
     value_before, policy_before = _copy(net.value_head), _copy(net.policy_head)
     AGENT.make_learner(spec, config, net).update(unroll, 0.0)
@@ -112,7 +112,7 @@ def test_without_a_baseline_the_value_head_never_moves_and_an_unroll_of_no_endin
 @pytest.mark.parametrize(
     ("fields", "flag"),
     [
-        ({"rollout_length": 0}, "rollout-length"),
+        ({"unroll_length": 0}, "unroll-length"),
         ({"learning_rate": -1.0}, "learning-rate"),
         ({"gamma": 1.5}, "gamma"),
         ({"entropy_coef": -0.1}, "entropy-coef"),
@@ -151,7 +151,7 @@ def _last_row(run_dir):
 def test_gaussian_actions_with_central_inference_and_the_run_loads(quiet_run):
     run = {**quiet_run, "inference": "central", "actors": 2, "num_envs": 2, "eval_episodes": 1}
     run |= {"log_interval": 256}
-    agent = {"rollout_length": 64, "baseline": False, "entropy_coef": 0.01, "normalize_obs": True}
+    agent = {"unroll_length": 64, "baseline": False, "entropy_coef": 0.01, "normalize_obs": True}
     result = shoal.train("pg", "Pendulum-v1", seed=0, total_steps=1024, agent=agent, run=run)
     rows = [json.loads(line) for line in (result.run_dir / "metrics.jsonl").open()]
     assert rows[-1]["inference_batch_size"] > 0 and rows[-1]["updates"] >= 3
@@ -167,7 +167,7 @@ def test_gaussian_actions_with_central_inference_and_the_run_loads(quiet_run):
 
 def test_a_resumed_run_continues_the_learner(quiet_run):
     run = {**quiet_run, "eval_episodes": 0, "checkpoint_interval": 4096, "log_interval": 2048}
-    agent = {"rollout_length": 64}
+    agent = {"unroll_length": 64}
     first = shoal.train("pg", "CartPole-v1", seed=0, total_steps=4096, agent=agent, run=run)
     updates = _last_row(first.run_dir)["updates"]
     resumed = shoal.train(resume=first.run_dir, run={"total_steps": 8192})

@@ -31,7 +31,6 @@ SMALL = {
     "sequence_period": 6,
     "burn_in": 2,
     "unroll_length": 8,
-    "rollout_length": 8,
     "minibatch_size": 16,
     "population_size": 4,
     "num_directions": 2,

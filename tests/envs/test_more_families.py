@@ -304,7 +304,7 @@ def test_minigrid_under_img_obs_wrapper_is_read_as_indices_not_pixels(minigrid, 
         wrapped,
         total_steps=256,
         run={**run, "num_envs": 2, "eval_episodes": 0},
-        agent={"rollout_length": 64, "minibatch_size": 64},
+        agent={"unroll_length": 64, "minibatch_size": 64},
     )
     policy = shoal.load(result.run_dir)
     raw, _ = wrapped.reset(seed=0)

@@ -82,7 +82,7 @@ def test_impala_loss_ignores_absent_agents_rows():
 
 
 def test_ppo_update_ignores_absent_agents_rows():
-    config = PPOConfig(rollout_length=12, minibatch_size=24, num_epochs=2)
+    config = PPOConfig(unroll_length=12, minibatch_size=24, num_epochs=2)
     spec, net, unroll = _unroll(PPO, config)
 
     def updated(u):
@@ -118,7 +118,7 @@ def _train(algo: str, tmp_path, total_steps: int, agent: dict, **run):
 @pytest.mark.parametrize(
     ("algo", "agent"),
     [
-        ("ppo", {"rollout_length": 16, "learning_rate": 0.003, "minibatch_size": 64, **BANDIT}),
+        ("ppo", {"unroll_length": 16, "learning_rate": 0.003, "minibatch_size": 64, **BANDIT}),
         ("impala", {"learning_rate": 0.003, "unroll_length": 8, **BANDIT}),
     ],
 )
@@ -135,7 +135,7 @@ def test_ppo_and_impala_learn_a_cooperative_task_whose_agents_join_and_leave(alg
 @pytest.mark.integration
 def test_ppo_with_central_inference_learns_with_absent_rows_masked(tmp_path):
     """Central inference's env-only actors send which rows are active with each step."""
-    agent = {"rollout_length": 16, "learning_rate": 0.003, "minibatch_size": 64, **BANDIT}
+    agent = {"unroll_length": 16, "learning_rate": 0.003, "minibatch_size": 64, **BANDIT}
     result, last = _train("ppo", tmp_path, 8_000, agent, inference="central", actors=2, num_envs=2)
     assert last["team_return_mean"] >= 12.0
     assert result.evaluation.mean_return >= 4.0

@@ -18,7 +18,7 @@ TOY = "pettingzoo:shoal.envs.toy_agents"  # random: 5.67 a game summed, 1.89 an 
 @pytest.mark.parametrize(
     ("algo", "agent", "steps"),
     [
-        ("ppo", {"rollout_length": 16, "learning_rate": 0.003, "minibatch_size": 64}, 8_000),
+        ("ppo", {"unroll_length": 16, "learning_rate": 0.003, "minibatch_size": 64}, 8_000),
         ("impala", {"learning_rate": 0.003, "unroll_length": 8}, 8_000),
     ],
 )

@@ -117,9 +117,9 @@ def test_values_the_agent_refuses_are_found_at_the_ends_of_the_space(tmp_path, c
 
 def test_pbt_refuses_settings_a_live_learner_cannot_take(tmp_path, capsys):
     code, err = _tune(
-        tmp_path, capsys, "agent.rollout_length: {choice: [32, 64]}\n", "--scheduler", "pbt"
+        tmp_path, capsys, "agent.unroll_length: {choice: [32, 64]}\n", "--scheduler", "pbt"
     )
-    assert code == 2 and "cannot mutate agent.rollout_length" in err
+    assert code == 2 and "cannot mutate agent.unroll_length" in err
     code, err = _tune(tmp_path, capsys, "run.num_envs: {choice: [8, 16]}\n", "--scheduler", "pbt")
     assert code == 2 and "cannot mutate run.num_envs" in err
     code, err = _tune(

@@ -16,7 +16,7 @@ from shoal.envs.spec import EnvSpec
 
 def make_data_path(spec: EnvSpec, config: A2CConfig, layout: Layout) -> DataPath:
     """PPO's: one unroll of every actor per update, acted by the weights being learned from."""
-    return on_policy_data_path(spec, config, layout)  # reads only config.rollout_length
+    return on_policy_data_path(spec, config, layout)  # reads only config.unroll_length
 
 
 AGENT = Agent(

@@ -5,16 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shoal.agents.checks import require_finite_nonnegative, require_positive, require_unit_interval
-from shoal.config import param
+from shoal.config import keeps_old_names, param
 from shoal.nets.mlp import Activation
 from shoal.nets.torso import check_torso_setting
 
 
+@keeps_old_names
 @dataclass(frozen=True, kw_only=True)
 class A2CConfig:
     learning_rate: float = param(7e-4, "Adam step size (the paper's RMSProp is not used).")
     anneal_lr: bool = param(False, "Decay the learning rate linearly to 0 over the budget.")
-    rollout_length: int = param(5, "Steps per environment between updates: the n of n-step.")
+    unroll_length: int = param(
+        5, "Steps per environment between updates: the n of n-step.", was=("rollout_length",)
+    )
     gamma: float = param(0.99, "Discount factor.")
     value_coef: float = param(0.5, "Weight of the value loss.")
     entropy_coef: float = param(0.01, "Weight of the entropy bonus.")
@@ -39,7 +42,7 @@ class A2CConfig:
     normalize_reward = False
 
     def __post_init__(self) -> None:
-        require_positive(self, ("learning_rate", "rollout_length", "lstm_size"))
+        require_positive(self, ("learning_rate", "unroll_length", "lstm_size"))
         require_unit_interval(self, ("gamma",))
         require_finite_nonnegative(self, ("value_coef", "entropy_coef", "max_grad_norm"))
         if not self.hidden_sizes or min(self.hidden_sizes) <= 0:

@@ -1,6 +1,6 @@
 """A3C: asynchronous advantage actor-critic (Mnih et al. 2016).
 
-Each actor syncs the newest weights, acts `rollout_length` steps, computes the gradient of
+Each actor syncs the newest weights, acts `unroll_length` steps, computes the gradient of
 the n-step actor-critic loss on its own data (its adder, with its copy of the network) and
 sends the gradient, not the data; the learner applies gradients as they arrive, dropping those
 staler than `max_staleness` versions. The network, policy and loss are the actor-critic

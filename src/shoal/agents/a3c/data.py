@@ -142,7 +142,7 @@ def make_data_path(spec: EnvSpec, config: Any, layout: Layout) -> DataPath:
     """Gradients into one queue next to the learner; inline, `--actors` actor threads compute
     them while the learner applies them (`overlap`, `actors_inline`)."""
     return DataPath(
-        unroll_length=config.rollout_length,
+        unroll_length=config.unroll_length,
         make_table=partial(_queue, layout.queue_capacity, config.max_staleness),
         make_adder=lambda policy, actor: GradientAdder(policy.net, config, actor),
         overlap=True,

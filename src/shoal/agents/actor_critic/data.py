@@ -15,7 +15,7 @@ __all__ = ["RolloutSettings", "on_policy_data_path"]
 
 class RolloutSettings(Protocol):
     @property
-    def rollout_length(self) -> int: ...
+    def unroll_length(self) -> int: ...
 
 
 def _queue(actors: int, shards: int, seed: int) -> UnrollQueue:
@@ -26,7 +26,7 @@ def on_policy_data_path(spec: EnvSpec, config: RolloutSettings, layout: Layout) 
     """On-policy: one rollout of every actor's envs per update, all acted by the weights being
     learned from; acting waits for learning, so inline runs act and learn in turn."""
     return DataPath(
-        unroll_length=config.rollout_length,
+        unroll_length=config.unroll_length,
         make_table=partial(_queue, layout.actors),
         overlap=False,
     )

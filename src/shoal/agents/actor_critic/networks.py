@@ -48,6 +48,7 @@ class NetworkSettings(Protocol):
     def normalize_reward(self) -> bool: ...
     @property
     def init_log_std(self) -> float: ...
+
     # Optional: `use_lstm` and `lstm_size`; a config without them (pg's) is feed-forward.
 
 

@@ -1,6 +1,6 @@
 """REINFORCE, the vanilla policy gradient (Williams 1992), on the actor-critic family library.
 
-Every actor's envs act `rollout_length` steps with the learner's current weights (the family's
+Every actor's envs act `unroll_length` steps with the learner's current weights (the family's
 on-policy unroll queue); the learner takes one gradient step of `-log π(a_t|s_t) (G_t - b(s_t))`
 on the batch, `G_t` the discounted reward-to-go to the end of the step's episode.
 
@@ -14,7 +14,7 @@ How a whole-episode return is formed from unrolls of a fixed length, which may c
 - without: those steps have no return and are left out of the loss, for good (the next unroll,
   acted by newer weights, teaches the episode's steps it holds if the episode ends in it);
   a time-limit truncation ends the return with the rewards got. `complete_fraction` logs the
-  share of steps kept: near 1 when episodes are much shorter than `rollout_length`, 0 when
+  share of steps kept: near 1 when episodes are much shorter than `unroll_length`, 0 when
   none ends inside an unroll (the update then changes nothing).
 
 The network (`ActorCritic`: categorical or Gaussian policy, value head), the policy
@@ -31,7 +31,7 @@ from shoal.envs.spec import EnvSpec
 
 def make_data_path(spec: EnvSpec, config: PGConfig, layout: Layout) -> DataPath:
     """The family's on-policy unroll queue: one unroll of every actor per update."""
-    return on_policy_data_path(spec, config, layout)  # reads only config.rollout_length
+    return on_policy_data_path(spec, config, layout)  # reads only config.unroll_length
 
 
 AGENT = Agent(

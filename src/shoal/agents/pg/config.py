@@ -5,19 +5,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shoal.agents.checks import require_finite_nonnegative, require_positive, require_unit_interval
-from shoal.config import param
+from shoal.config import keeps_old_names, param
 from shoal.nets.mlp import Activation
 from shoal.nets.torso import check_torso_setting
 
 
+@keeps_old_names
 @dataclass(frozen=True, kw_only=True)
 class PGConfig:
     learning_rate: float = param(1e-3, "Adam step size of the policy (and of the baseline).")
     anneal_lr: bool = param(False, "Decay the learning rate linearly to 0 over the budget.")
-    rollout_length: int = param(
+    unroll_length: int = param(
         256,
         "Steps per environment between updates. Returns run to each episode's end within it; "
         "an episode it cuts is bootstrapped by the baseline, or left out without one.",
+        was=("rollout_length",),
     )
     gamma: float = param(0.99, "Discount factor of the reward-to-go.")
     baseline: bool = param(
@@ -48,7 +50,7 @@ class PGConfig:
     normalize_reward = False
 
     def __post_init__(self) -> None:
-        require_positive(self, ("learning_rate", "rollout_length"))
+        require_positive(self, ("learning_rate", "unroll_length"))
         require_unit_interval(self, ("gamma",))
         require_finite_nonnegative(self, ("value_coef", "entropy_coef", "max_grad_norm"))
         if self.baseline and self.value_coef == 0:

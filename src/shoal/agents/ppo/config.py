@@ -4,21 +4,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shoal.config import param
+from shoal.config import keeps_old_names, param
 from shoal.data import Layout
 from shoal.nets.mlp import Activation
 from shoal.nets.torso import check_torso_setting
 
 
+@keeps_old_names
 @dataclass(frozen=True, kw_only=True)
 class PPOConfig:
     learning_rate: float = param(3e-4, "Adam step size at the start of training.")
     anneal_lr: bool = param(True, "Decay the learning rate linearly to 0 over the budget.")
-    rollout_length: int = param(128, "Steps per environment between updates (T).")
+    unroll_length: int = param(
+        128, "Steps per environment between updates (T).", was=("rollout_length",)
+    )
     num_epochs: int = param(4, "Passes over each rollout.")
     minibatch_size: int | None = param(
         256,
-        "Samples per gradient step; at most rollout_length x num_envs. None: the batch divided "
+        "Samples per gradient step; at most unroll_length x num_envs. None: the batch divided "
         "into num_minibatches.",
     )
     num_minibatches: int = param(
@@ -56,7 +59,7 @@ class PPOConfig:
     def __post_init__(self) -> None:
         positive = (
             "learning_rate",
-            "rollout_length",
+            "unroll_length",
             "num_epochs",
             "num_minibatches",
             "clip_eps",
@@ -82,29 +85,29 @@ class PPOConfig:
 
 def validate(config: PPOConfig, layout: Layout) -> None:
     """Checks that need the run's layout as well as the agent config: a batch holds one rollout
-    of every actor's envs (with an LSTM, one sequence of rollout_length steps per env)."""
+    of every actor's envs (with an LSTM, one sequence of unroll_length steps per env)."""
     num_envs = layout.total_envs
-    rollout = config.rollout_length * num_envs
+    rollout = config.unroll_length * num_envs
     if config.use_lstm:
         _validate_sequences(config, num_envs)
     if config.minibatch_size is None:
         if config.num_minibatches > rollout:
             raise ValueError(
                 f"num_minibatches={config.num_minibatches} is more than the {rollout} samples of "
-                f"a rollout (rollout_length x num_envs = {config.rollout_length} x {num_envs}). "
+                f"a rollout (unroll_length x num_envs = {config.unroll_length} x {num_envs}). "
                 f"Set --agent.num-minibatches to at most {rollout} or collect longer rollouts."
             )
         return
     if config.minibatch_size > rollout:
         raise ValueError(
             f"minibatch_size={config.minibatch_size} is larger than a rollout of "
-            f"rollout_length x num_envs = {config.rollout_length} x {num_envs} = {rollout}. "
+            f"unroll_length x num_envs = {config.unroll_length} x {num_envs} = {rollout}. "
             f"Set --agent.minibatch-size to at most {rollout} or collect longer rollouts."
         )
 
 
 def _validate_sequences(config: PPOConfig, num_envs: int) -> None:
-    """A recurrent minibatch is a set of whole env sequences (rollout_length steps each)."""
+    """A recurrent minibatch is a set of whole env sequences (unroll_length steps each)."""
     if config.minibatch_size is None:
         if config.num_minibatches > num_envs:
             raise ValueError(
@@ -113,11 +116,11 @@ def _validate_sequences(config: PPOConfig, num_envs: int) -> None:
                 f"--agent.num-minibatches to at most {num_envs} or run more envs."
             )
         return
-    if config.minibatch_size % config.rollout_length:
-        fits = max(config.minibatch_size // config.rollout_length, 1) * config.rollout_length
+    if config.minibatch_size % config.unroll_length:
+        fits = max(config.minibatch_size // config.unroll_length, 1) * config.unroll_length
         raise ValueError(
-            f"With use_lstm a minibatch holds whole env sequences of rollout_length="
-            f"{config.rollout_length} steps, so minibatch_size={config.minibatch_size} must be "
+            f"With use_lstm a minibatch holds whole env sequences of unroll_length="
+            f"{config.unroll_length} steps, so minibatch_size={config.minibatch_size} must be "
             f"a multiple of it. Set --agent.minibatch-size {fits}, or --agent.minibatch-size "
             "none with --agent.num-minibatches (minibatches of num_envs / num_minibatches "
             "sequences)."

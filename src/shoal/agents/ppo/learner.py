@@ -133,7 +133,7 @@ class PPOLearner(NetworkLearner):
         together and in order, so the LSTM sees each sequence as it was acted."""
         config = self.config
         length, width = data.first.shape
-        # minibatch_size is in steps, a multiple of rollout_length (`validate`).
+        # minibatch_size is in steps, a multiple of unroll_length (`validate`).
         wanted = (
             config.minibatch_size // length
             if config.minibatch_size
