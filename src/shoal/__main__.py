@@ -2,6 +2,6 @@
 
 import sys
 
-from shoal.cli import main
+from shoal.cli import main, process_started
 
-sys.exit(main())
+sys.exit(main(started=process_started()))
