@@ -365,6 +365,9 @@ def main(argv: Sequence[str] | None = None, started: float | None = None) -> int
 
 def _entry() -> Any:
     """`shoal` and `python -m shoal`: one command, then the exit."""
+    from shoal.run.buckets import lasting_only
+
+    lasting_only()  # this process is the command: a memory:// run would vanish with it
     code = main(started=process_started())
     # Python's exit runs the garbage collector over every object torch, Ray and shoal made:
     # about 0.7 CPU-s, which a busy machine stretches to seconds, after --max-time's end or a
