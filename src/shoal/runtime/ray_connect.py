@@ -212,7 +212,10 @@ def start_local(num_cpus: int, deadline: float | None = None) -> Watchdog | None
                     watchdog.session(node.get_session_dir_path())
                 return watchdog
             except _Late as late:
-                ray.shutdown()  # what of Ray's start this process holds, if any
+                # What of Ray's start this process holds, if any; cut anywhere, Ray's state
+                # may be half made, and the watchdog ends its processes in any case.
+                with contextlib.suppress(Exception):
+                    ray.shutdown()
                 if watchdog is not None:  # and the processes it started: the newest session
                     watchdog.session(ray_watchdog.newest_session(os.getpid()))
                     watchdog.end()
