@@ -134,14 +134,23 @@ def _untrained(
     return driver
 
 
-def _out_of_time(driver: Driver, late: OutOfTime) -> None:
-    """End `driver`'s run, which --max-time left no time to train: say so in one line."""
+def _out_of_time(driver: Driver, late: OutOfTime, restarts: int = 0) -> None:
+    """End `driver`'s run, which --max-time left no time to train: say so in one line
+    (`restarts`: of the learner, whose roles were being placed again)."""
+    elapsed, max_time = driver.counter.elapsed, driver.program.run.max_time
+    if restarts:
+        driver.end_untrained(
+            f"warning: the learner's restart used the budget: at {elapsed:.0f} s of --max-time "
+            f"{max_time:g} shoal was {late.what} again, which leaves no time to train; the "
+            "run ends at its checkpoint's steps."
+        )
+        return
     driver.end_untrained(
-        f"warning: Ray's start used the budget: at {driver.counter.elapsed:.0f} s of "
-        f"--max-time {driver.program.run.max_time:g} shoal was {late.what}, which leaves "
-        "no time to train, so the run ends with 0 steps. Raise --max-time (Ray's start and the "
-        "placing of its roles count against it), or pass --address of a running Ray cluster "
-        "(`ray start --head`), whose start does not count."
+        f"warning: Ray's start used the budget: at {elapsed:.0f} s of --max-time {max_time:g} "
+        f"shoal was {late.what}, which leaves no time to train, so the run ends with 0 steps. "
+        "Raise --max-time (Ray's start and the placing of its roles count against it), or "
+        "pass --address of a running Ray cluster (`ray start --head`), whose start does not "
+        "count."
     )
 
 
@@ -183,7 +192,7 @@ def _launch(
             handles += shards
             if shards:  # the resumed replay is restored before any actor can insert
                 if not _wait_placed(ray, shards, last_start):
-                    _out_of_time(driver, OutOfTime("still placing the replay shards"))
+                    _out_of_time(driver, OutOfTime("still placing the replay shards"), restarts)
                     return driver
                 driver.attach_replay(RemoteShards(shards))
             central = run.inference == "central"
@@ -209,7 +218,7 @@ def _launch(
             actors = _start_actors(ray, program, driver, prefix, len(shards), central)
             handles += actors
             if not _wait_placed(ray, [*actors, learner, *shards], last_start):
-                _out_of_time(driver, OutOfTime("still placing the learner and actors"))
+                _out_of_time(driver, OutOfTime("still placing the learner and actors"), restarts)
                 return driver
             roles = _roles(learner, actors, shards)
             placement = _record_placement(ray, program, roles)
