@@ -1,7 +1,5 @@
 """`python -m shoal ...` is the same as `shoal ...`."""
 
-import sys
+from shoal.cli import _entry
 
-from shoal.cli import main
-
-sys.exit(main())
+_entry()

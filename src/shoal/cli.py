@@ -7,6 +7,8 @@ mistake prints one paragraph and exits with code 2, with no traceback and no run
 from __future__ import annotations
 
 import argparse
+import gc
+import os
 import sys
 import time
 import warnings
@@ -18,10 +20,14 @@ from shoal.commandline import build_parser, is_number, split_section_overrides
 from shoal.config import PEER_NAMES, describe, old_names, suggestions
 from shoal.errors import RenamedSettingWarning, ShoalError, ShoalWarning, user_error
 
-# --max-time bounds the whole command. The first command in a process counts from this
-# module's import (the imports included); any later one (a test, a Python caller running
+# --max-time bounds the whole command. `shoal` and `python -m shoal` count from the process's
+# start (`process_started`: Python's start and the imports included); a first command called
+# from Python from this module's import; any later one (a test, a Python caller running
 # several) from its own start, not from an import long before.
 _IMPORTED = [time.time()]
+# A process start further back than this before the import is not believed (a clock or /proc
+# that does not agree): the import is counted from instead.
+STARTUP_BOUND_S = 600.0
 _command_started = 0.0  # when the current command started (set by `main`)
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
@@ -319,9 +325,29 @@ def _main(argv: Sequence[str] | None) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def process_started() -> float | None:
+    """When this process started, as a `time.time()` (Linux: its start time in /proc, in clock
+    ticks since boot, against CLOCK_BOOTTIME); None where that cannot be read, or does not fit
+    this module's import."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()  # the name may hold spaces, parentheses
+        ticks = int(fields[19])
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):  # no /proc, no CLOCK_BOOTTIME
+        return None
+    started = time.time() - age
+    imported = _IMPORTED[0] if _IMPORTED else time.time()
+    return started if -1.0 <= imported - started <= STARTUP_BOUND_S else None
+
+
+def main(argv: Sequence[str] | None = None, started: float | None = None) -> int:
+    """Run one command (`argv`: sys.argv's arguments by default); its exit code. `started`:
+    when the command began, from which --max-time counts (default: this module's import for
+    the first command in the process, the call for a later one)."""
     global _command_started
-    _command_started = _IMPORTED.pop() if _IMPORTED else time.time()
+    imported = _IMPORTED.pop() if _IMPORTED else time.time()
+    _command_started = imported if started is None else started
     with warnings.catch_warnings():  # restores the filters and showwarning on the way out
         warnings.simplefilter("default", ShoalWarning)  # shown once each, never raised
         warnings.simplefilter("default", RenamedSettingWarning)
@@ -340,4 +366,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _entry() -> Any:
-    sys.exit(main())
+    """`shoal` and `python -m shoal`: one command, then the exit."""
+    from shoal.run.buckets import lasting_only
+
+    lasting_only()  # this process is the command: a memory:// run would vanish with it
+    code = main(started=process_started())
+    # Python's exit runs the garbage collector over every object torch, Ray and shoal made:
+    # about 0.7 CPU-s, which a busy machine stretches to seconds, after --max-time's end or a
+    # SIGTERM. Frozen, they are left to the process's end (atexit handlers, the threads'
+    # joins and the streams' flush still run).
+    gc.freeze()
+    sys.exit(code)

@@ -211,6 +211,32 @@ def test_resume_auto_of_a_run_that_used_its_max_time_still_does_nothing(capsys, 
     assert code == 0 and "already complete" in out
 
 
+# ---- item 9: memory:// run directories ------------------------------------------------------
+
+
+def test_a_memory_runs_dir_is_refused_by_the_command_whose_exit_would_erase_it(tmp_path):
+    # fsspec's memory:// lives inside one process: `shoal train` used to train into it, print
+    # its run directory and exit 0, and the run was gone.
+    argv = [sys.executable, "-m", "shoal", "train", "ppo", "--env", "CartPole-v1"]
+    argv += ["--total-steps", "64", "--runs-dir", "memory://runs", *QUIET]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    env["SHOAL_STAGING_DIR"] = str(tmp_path / "staging")
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert "vanishes when the command exits" in done.stderr
+    assert not (tmp_path / "staging").exists() or not any((tmp_path / "staging").iterdir())
+
+
+def test_a_launched_command_with_a_memory_runs_dir_is_refused(capsys, tmp_path):
+    out = tmp_path / "job"
+    argv = ["launch", "slurm", "--out", str(out), "--", "shoal", "train", "ppo"]
+    code = main([*argv, "--env", "CartPole-v1", "--runs-dir", "memory://runs"])
+    err = capsys.readouterr().err
+    assert code == 2 and "vanishes when the command exits" in err
+    assert not out.exists()
+
+
 # ---- item 9: shoal tune --metric --------------------------------------------------------------
 
 

@@ -18,6 +18,7 @@ from shoal import catalog, config, experiment
 from shoal.commandline import build_parser, split_section_overrides
 from shoal.errors import ConfigError
 from shoal.launch.render import check_text
+from shoal.run.buckets import check_lasting
 from shoal.runtime.config import RunConfig, parse_resources
 from shoal.runtime.profile import load_profile, merge_profile
 
@@ -130,6 +131,7 @@ def parse_train_command(argv: Sequence[str], name: str | None = None) -> TrainJo
         run = merge_profile(run, profile, parsed.profile)
         args += [a for k, v in profile.items() if k != "runtime" for a in (_flag(k), _text(v))]
     values = config.build(RunConfig, {**run, "runtime": "ray"}, "run")
+    check_lasting(values.runs_dir)  # the job's command is a process of its own
     if parsed.resume in (None, "auto"):
         # What `shoal train` resolves first, here: an unknown env, agent key or value fails
         # now rather than in a queued job. (`--resume RUN_DIR` names a run on the cluster.)

@@ -15,8 +15,10 @@ from shoal.errors import ConfigError, StorageError
 
 __all__ = [
     "Bucket",
+    "check_lasting",
     "is_url",
     "join",
+    "lasting_only",
     "open_bucket",
     "unreachable",
     "write_text",
@@ -24,6 +26,33 @@ __all__ = [
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs"}
+# Filesystems that live in one Python process's memory: gone when it exits.
+_IN_PROCESS = ("memory",)
+# Set by `lasting_only` (the `shoal` command): this process is one command, whose end ends them.
+_lasting_only = False
+
+
+def lasting_only() -> None:
+    """Refuse in-process filesystems (`memory://`) from now on, in `open_bucket`: called by the
+    command line's entry point, where the process is one command. From Python, a `memory://`
+    run directory lives as long as the process (tests, a notebook) and stays allowed."""
+    global _lasting_only
+    _lasting_only = True
+
+
+def check_lasting(location: Any, what: str = "--runs-dir") -> None:
+    """A ConfigError for `location` on an in-process filesystem (`memory://`), for a command
+    that runs in a process of its own: what it wrote there would vanish at its exit."""
+    match = _URL.match(location) if isinstance(location, str) else None
+    if match is not None and match.group(1).lower() in _IN_PROCESS:
+        raise ConfigError(
+            f"{what} {location} is fsspec's in-memory filesystem, which lives inside one "
+            "Python process: a shoal command starts with it empty and it vanishes when the "
+            "command exits, so a run there could never be read again. Pass a local folder or "
+            "a bucket that outlives the process (s3://BUCKET/runs, gs://BUCKET/runs, "
+            "file:///shared/runs); memory:// is for runs made and read in one Python process "
+            "(shoal.train(..., run={'runs_dir': 'memory://runs'}))."
+        )
 
 
 def is_url(location: Any) -> bool:
@@ -73,6 +102,8 @@ def open_bucket(url: str, what: str = "--runs-dir") -> Bucket:
     """The bucket at `url`, checked to answer: a ConfigError for a URL fsspec cannot use or
     whose package is missing, a StorageError for a bucket that cannot be reached or read."""
     scheme = _URL.match(url).group(1).lower()  # type: ignore[union-attr]
+    if _lasting_only:
+        check_lasting(url, what)
     try:
         import fsspec
 

@@ -138,10 +138,18 @@ class Counter:
         yet (a local Ray started and placed its roles on a busy machine in most of it) takes
         some of the final evaluation's share instead, up to `STARVED_EVAL_S` before the end,
         rather than end having trained nothing."""
+        last = self.last_start()
+        return self.env_steps > 0 or last is None or time.time() >= last
+
+    def last_start(self) -> float | None:
+        """The `time.time()` after which a run that has taken no step stops (`stop_reason`):
+        what a launcher's start (a local Ray's, the placing of its roles) must end before for
+        the run to train at all. None without --max-time."""
         max_time = self.config.max_time
-        if self.env_steps > 0 or max_time is None:
-            return True
-        return self.elapsed >= max_time - min(STARVED_EVAL_S, self.config.final_eval_time or 0)
+        if max_time is None:
+            return None
+        left = max_time - min(STARVED_EVAL_S, self.config.final_eval_time or 0)
+        return self.started - self.elapsed_before + left
 
 
 class StopSignals:

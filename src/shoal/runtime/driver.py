@@ -184,6 +184,15 @@ class Driver:
         if self.counter.env_steps > self.rows.logged_step or self.rows.pending:
             self._write_row()
 
+    def end_untrained(self, line: str) -> None:
+        """The end of a run that --max-time left no time to train (a local Ray that started
+        and placed its roles on a busy machine in all of it): `line` says so; stopped by
+        max_time, with no checkpoint (no learner state exists) and no evaluation."""
+        for hook in self.hooks:
+            hook.on_finish()
+        self.counter.stopped_by = "max_time"
+        self.console.print(line)
+
     def end(self, summary: dict[str, Any]) -> None:
         """Tell the callbacks the run is over (`summary`: what summary.json holds)."""
         self.callbacks.end(summary)

@@ -7,12 +7,17 @@ Nothing here imports Ray at module level: inline runs never load it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Iterator
 from importlib import metadata
 
 from shoal.errors import ConfigError, ShoalError
@@ -116,10 +121,61 @@ def connect(address: str) -> None:
         ) from None
 
 
-def start_local(num_cpus: int) -> Watchdog | None:
+class OutOfTime(Exception):
+    """--max-time ran out before a ray run's roles could train: `what` was not done by then
+    (starting a local Ray, placing the roles). Not an error: the run ends with 0 steps."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
+
+
+class _Late(BaseException):
+    """Raised by `_alarm_at` into Ray's start (`args[0]`: True) or before it (False). A
+    BaseException, as KeyboardInterrupt is: Ray catches Exception in places (a dashboard that
+    did not come up is logged, not raised)."""
+
+
+@contextlib.contextmanager
+def _alarm_at(deadline: float | None) -> Iterator[None]:
+    """Raise `_Late` in this thread at `deadline` (a `time.time()`), at once if it has passed.
+    Ray's start has no bound of its own that a caller can set (up to a minute for its dashboard
+    process, 30 s for its node to register, then the driver's connection): a SIGALRM interrupts
+    it. Outside the main thread, without SIGALRM, or where the process already uses it (a
+    timer set, a handler: pytest-timeout's), only a passed deadline is seen."""
+    if deadline is None:
+        yield
+        return
+    left = deadline - time.time()
+    if left <= 0:
+        raise _Late(False)
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or not hasattr(signal, "setitimer")
+        or signal.getsignal(signal.SIGALRM) not in (signal.SIG_DFL, None)
+        or signal.getitimer(signal.ITIMER_REAL)[0] > 0
+    ):
+        yield
+        return
+
+    def late(signum: int, frame: object) -> None:
+        raise _Late(True)
+
+    previous = signal.signal(signal.SIGALRM, late)
+    signal.setitimer(signal.ITIMER_REAL, left)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def start_local(num_cpus: int, deadline: float | None = None) -> Watchdog | None:
     """Start a new Ray on this machine that only this machine can reach, and a watchdog that
     ends its processes when this process ends, even by SIGKILL (`ray_watchdog`); returned so
     that the caller tells it after `ray.shutdown()` (`Watchdog.end`), or None off Linux.
+    `deadline` (a `time.time()`: where --max-time leaves no time to train): Ray's start, with
+    its retries, is cut there and what it started is ended, raising `OutOfTime`.
 
     A local run needs no network, yet Ray on Linux binds its servers (GCS, raylet, workers,
     the dashboard agent) to the machine's network address or to every interface, and turns a
@@ -138,14 +194,15 @@ def start_local(num_cpus: int) -> Watchdog | None:
     try:
         for attempt in range(1, LOCAL_START_ATTEMPTS + 1):
             try:
-                ray.init(
-                    address="local",
-                    _node_ip_address="127.0.0.1",
-                    num_cpus=num_cpus,
-                    include_dashboard=False,
-                    logging_level=logging.ERROR,
-                    log_to_driver=False,
-                )
+                with _alarm_at(deadline):
+                    ray.init(
+                        address="local",
+                        _node_ip_address="127.0.0.1",
+                        num_cpus=num_cpus,
+                        include_dashboard=False,
+                        logging_level=logging.ERROR,
+                        log_to_driver=False,
+                    )
                 started = True
                 node = ray._private.worker._global_node
                 if watchdog is not None and node is None:  # a stand-in Ray: no session
@@ -154,6 +211,19 @@ def start_local(num_cpus: int) -> Watchdog | None:
                 if watchdog is not None:
                     watchdog.session(node.get_session_dir_path())
                 return watchdog
+            except _Late as late:
+                # What of Ray's start this process holds, if any; cut anywhere, Ray's state
+                # may be half made, and the watchdog ends its processes in any case.
+                with contextlib.suppress(Exception):
+                    ray.shutdown()
+                if watchdog is not None:  # and the processes it started: the newest session
+                    watchdog.session(ray_watchdog.newest_session(os.getpid()))
+                    watchdog.end()
+                    watchdog = None
+                during = late.args[0] if late.args else True
+                raise OutOfTime(
+                    "still starting a local Ray" if during else "yet to start a local Ray"
+                ) from None
             except Exception as err:  # Ray raises a bare Exception when its node is late
                 if "timed out during startup" not in str(err):
                     raise

@@ -36,10 +36,11 @@ from shoal.errors import ShoalError
 from shoal.run.layout import PLACEMENT_FILE
 from shoal.runtime.callbacks import Callback
 from shoal.runtime.config import parse_resources
+from shoal.runtime.counter import Counter
 from shoal.runtime.driver import Driver
 from shoal.runtime.hooks import RunHook
 from shoal.runtime.program import Program
-from shoal.runtime.ray_connect import connect, start_local
+from shoal.runtime.ray_connect import OutOfTime, connect, start_local
 from shoal.runtime.ray_processes import (
     ActorProcess,
     EnvActorProcess,
@@ -83,7 +84,13 @@ def run_ray(
             wanted = run.learner_cpus + run.actors * run.actor_cpus
             if program.data_path().sharded:
                 wanted += run.replay_shards * run.replay_cpus
-            watchdog = start_local(num_cpus=max(os.cpu_count() or 1, int(np.ceil(wanted))))
+            try:
+                watchdog = start_local(
+                    num_cpus=max(os.cpu_count() or 1, int(np.ceil(wanted))),
+                    deadline=_last_start(program, resume, started),
+                )
+            except OutOfTime as late:
+                return _untrained(program, resume, callbacks, started, hooks, late)
     try:
         carried: dict[str, int] = {}
         restarts = 0  # of the learner, by this command
@@ -95,9 +102,69 @@ def run_ray(
             restarts += 1
     finally:
         if started_here:
+            if watchdog is not None:
+                _end_autoscaler_monitor(ray)
             ray.shutdown()
         if watchdog is not None:
             watchdog.end()
+
+
+def _last_start(
+    program: Program, resume: dict[str, Any] | None, started: float | None
+) -> float | None:
+    """When --max-time leaves no time to train (`Counter.last_start`), before the driver's
+    counter exists: Ray's start is cut there."""
+    counter = Counter(program.run) if started is None else Counter(program.run, started=started)
+    if resume is not None:
+        counter.elapsed_before = float(resume["elapsed"])
+    return counter.last_start()
+
+
+def _untrained(
+    program: Program,
+    resume: dict[str, Any] | None,
+    callbacks: Sequence[Callback],
+    started: float | None,
+    hooks: Sequence[RunHook],
+    late: OutOfTime,
+) -> Driver:
+    """The run ended by --max-time before Ray had started: its summary, with no step."""
+    with Driver(program, resume, callbacks, started, hooks) as driver:
+        _out_of_time(driver, late)
+    return driver
+
+
+def _out_of_time(driver: Driver, late: OutOfTime, restarts: int = 0) -> None:
+    """End `driver`'s run, which --max-time left no time to train: say so in one line
+    (`restarts`: of the learner, whose roles were being placed again)."""
+    elapsed, max_time = driver.counter.elapsed, driver.program.run.max_time
+    if restarts:
+        driver.end_untrained(
+            f"warning: the learner's restart used the budget: at {elapsed:.0f} s of --max-time "
+            f"{max_time:g} shoal was {late.what} again, which leaves no time to train; the "
+            "run ends at its checkpoint's steps."
+        )
+        return
+    driver.end_untrained(
+        f"warning: Ray's start used the budget: at {elapsed:.0f} s of --max-time {max_time:g} "
+        f"shoal was {late.what}, which leaves no time to train, so the run ends with 0 steps. "
+        "Raise --max-time (Ray's start and the placing of its roles count against it), or "
+        "pass --address of a running Ray cluster (`ray start --head`), whose start does not "
+        "count."
+    )
+
+
+def _end_autoscaler_monitor(ray: Any) -> None:
+    """Kill the local Ray's autoscaler monitor before `ray.shutdown()`. Shutdown ends the GCS
+    first and then gives each process a second after SIGTERM; the monitor's SIGTERM handler
+    reports its end to the GCS, which is gone, and takes the whole second (1.0 of shutdown's
+    1.4 s on a busy machine, and of the exit after a SIGTERM). It keeps nothing."""
+    with contextlib.suppress(Exception):  # Ray's private node object; gone in another Ray
+        from ray._private import ray_constants
+
+        node = ray._private.worker._global_node
+        for info in node.all_processes.get(ray_constants.PROCESS_TYPE_MONITOR, []):
+            info.process.kill()
 
 
 def _launch(
@@ -120,10 +187,13 @@ def _launch(
     try:
         with Driver(program, resume, callbacks, started, hooks) as driver:
             driver.counts.update(carried)
+            last_start = driver.counter.last_start()
             shards = _start_shards(ray, program, prefix) if program.data_path().sharded else []
             handles += shards
             if shards:  # the resumed replay is restored before any actor can insert
-                _wait_placed(ray, shards)
+                if not _wait_placed(ray, shards, last_start):
+                    _out_of_time(driver, OutOfTime("still placing the replay shards"), restarts)
+                    return driver
                 driver.attach_replay(RemoteShards(shards))
             central = run.inference == "central"
             learner = _options(
@@ -147,7 +217,9 @@ def _launch(
             driver.attach_learner(learner)
             actors = _start_actors(ray, program, driver, prefix, len(shards), central)
             handles += actors
-            _wait_placed(ray, [*actors, learner, *shards])
+            if not _wait_placed(ray, [*actors, learner, *shards], last_start):
+                _out_of_time(driver, OutOfTime("still placing the learner and actors"), restarts)
+                return driver
             roles = _roles(learner, actors, shards)
             placement = _record_placement(ray, program, roles)
             loop = _Loop(ray, driver, roles, central, placement)
@@ -256,12 +328,20 @@ def _write_placement(program: Program, placement: dict[str, Any]) -> None:
     write_atomically(program.run_dir / PLACEMENT_FILE, json.dumps(placement, indent=2))
 
 
-def _wait_placed(ray: Any, handles: list[Any]) -> None:
+def _wait_placed(ray: Any, handles: list[Any], deadline: float | None = None) -> bool:
+    """Wait until Ray has placed and started `handles`: True once it has, False if
+    `deadline` (a `time.time()`: where --max-time leaves no time to train) came first. A
+    ShoalError after `PLACEMENT_TIMEOUT_S`: the cluster lacks the resources asked for."""
+    timeout = PLACEMENT_TIMEOUT_S
+    if deadline is not None:
+        timeout = min(timeout, max(0.0, deadline - time.time()))
     _, pending = ray.wait(
         [h.__ray_ready__.remote() for h in handles],
         num_returns=len(handles),
-        timeout=PLACEMENT_TIMEOUT_S,
+        timeout=timeout,
     )
+    if pending and timeout < PLACEMENT_TIMEOUT_S:
+        return False
     if pending:
         raise ShoalError(
             f"Ray could not place {len(pending)} of the learner, actors and replay shards within "
@@ -269,6 +349,7 @@ def _wait_placed(ray: Any, handles: list[Any]) -> None:
             "Lower --actors or --actor-cpus, or add nodes with the resources named in "
             "--actor-resources / --learner-resources / --replay-resources."
         )
+    return True
 
 
 class _Loop:

@@ -79,6 +79,21 @@ def start() -> Watchdog | None:
     return Watchdog(process)
 
 
+def newest_session(driver: int) -> str:
+    """The newest Ray session folder named by a process below `driver` (Ray names them
+    `session_<date>_<time>_<microseconds>_<pid of the driver that started it>`, so the newest
+    sorts last): that of a start cut short, before Ray could say its name. `NO_SESSION` where
+    no process names one."""
+    table = _processes()
+    pattern = re.compile(rf"/session_[0-9_-]+_{driver}\b")
+    found = {
+        match.group(0)
+        for pid in _below(driver, table)
+        if (match := pattern.search(_cmdline(pid))) is not None
+    }
+    return max(found, default=NO_SESSION)
+
+
 # ---- the watchdog process -------------------------------------------------------------------
 
 
@@ -107,6 +122,19 @@ def _processes() -> dict[int, tuple[int, int]]:
     for name in os.listdir("/proc"):
         if name.isdigit() and (stat := _stat(int(name))) is not None:
             found[int(name)] = stat
+    return found
+
+
+def _below(driver: int, table: dict[int, tuple[int, int]]) -> list[int]:
+    """The pids of every process below `driver` in `table`."""
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _) in table.items():
+        children.setdefault(parent, []).append(pid)
+    found, todo = [], list(children.get(driver, []))
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo += children.get(pid, [])
     return found
 
 
@@ -170,8 +198,17 @@ def watch(driver: int, commands: IO[bytes]) -> None:
                 named = session
                 seen = {pid: table[pid][1] for pid in _sessions(driver, named, table)}
             if any(word[0] == "end" for word in words):
+                # What started since the tree was last read (a raylet's agents and workers
+                # while its start was cut short) is ended too.
+                seen |= _current(driver, named)
                 break
     _end(seen)
+
+
+def _current(driver: int, named: str | None) -> dict[int, int]:
+    """The session's processes below `driver` now: pid -> start time."""
+    table = _processes()
+    return {pid: table[pid][1] for pid in _sessions(driver, named, table)}
 
 
 if __name__ == "__main__":
