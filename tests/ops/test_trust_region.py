@@ -213,6 +213,10 @@ def test_fisher_vector_product_of_a_gaussian_policy_is_the_kl_hessian(at_old):
     )
     for v, hv in zip(vs, _products(kl_op, [w, ls], vs), strict=True):
         torch.testing.assert_close(hv, hessian @ v, rtol=1e-10, atol=1e-12)
+    # Also under no_grad, where conjugate gradient calls it.
+    product = fisher_vector_product(kl_op(w, ls), [w, ls])
+    with torch.no_grad():
+        torch.testing.assert_close(product(vs[0]), hessian @ vs[0], rtol=1e-10, atol=1e-12)
     if at_old:
         # The Gaussian's Fisher: mean_s Jᵀ diag(σ⁻²) J for the mean's weights, 2 I for log σ.
         fisher = torch.zeros(8, 8, dtype=torch.float64)

@@ -134,9 +134,10 @@ def fisher_vector_product(mean_kl: Tensor, params: Sequence[Tensor]) -> Callable
             raise ValueError(f"v must have shape ({size},) (the parameters), got {tuple(v.shape)}")
         if not flat_grad.requires_grad:  # the KL is constant in θ here: its Hessian is 0
             return torch.zeros_like(v)
-        hv = torch.autograd.grad(
-            torch.dot(flat_grad, v.detach()), params, retain_graph=True, allow_unused=True
-        )
+        with torch.enable_grad():  # callers such as `conjugate_gradient` run under no_grad
+            hv = torch.autograd.grad(
+                torch.dot(flat_grad, v.detach()), params, retain_graph=True, allow_unused=True
+            )
         return torch.cat(
             [
                 torch.zeros(p.numel(), dtype=p.dtype, device=p.device)
