@@ -192,8 +192,10 @@ def gaussian_kl(mean_p: Tensor, log_std_p: Tensor, mean_q: Tensor, log_std_q: Te
     KL (Schulman et al. 2015, eq. 12) with `p = π_θold`.
 
     Args:
-        mean_p, mean_q: means `[..., D]`, same shape.
-        log_std_p, log_std_q: log standard deviations, each broadcastable to the means.
+        mean_p: means of p `[..., D]`.
+        log_std_p: log standard deviations of p, broadcastable to `mean_p`.
+        mean_q: means of q, the shape of `mean_p`.
+        log_std_q: log standard deviations of q, broadcastable to `mean_q`.
 
     Returns:
         divergences `[...]`.
