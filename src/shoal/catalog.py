@@ -68,6 +68,10 @@ AGENTS: dict[str, tuple[str, str]] = {
         "shoal.agents.ars",
         "ARS V2-t: linear policy, normalised states, top-b mirrored directions (scalars travel)",
     ),
+    "trpo": (
+        "shoal.agents.trpo",
+        "TRPO: one natural-gradient policy step in a KL trust region per rollout, GAE",
+    ),
     "a3c": (
         "shoal.agents.a3c",
         "A3C: actors send gradients of their own unrolls, applied as they arrive (bounded lag)",

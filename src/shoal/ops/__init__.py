@@ -1,5 +1,5 @@
-"""Pure RL math: returns, advantages, policy losses, action distributions, critic targets and
-exploration noise.
+"""Pure RL math: returns, advantages, policy losses, action distributions, critic targets,
+exploration noise and trust-region steps.
 
 Stateless functions on time-major `[T, B]` tensors (or any shape where no time axis exists), in
 the style of rlax: one topic per module, shape checks on entry, a paper reference per op. This
@@ -10,9 +10,11 @@ from shoal.ops.actor_critic import NStepAdvantage, n_step_advantage
 from shoal.ops.advantages import generalized_advantage_estimation, normalize_advantages
 from shoal.ops.distributions import (
     categorical_entropy,
+    categorical_kl,
     categorical_log_prob,
     categorical_sample,
     gaussian_entropy,
+    gaussian_kl,
     gaussian_log_prob,
     gaussian_sample,
 )
@@ -45,6 +47,13 @@ from shoal.ops.squashed_gaussian import (
     squashed_gaussian_sample,
     tanh_log_det_jacobian,
 )
+from shoal.ops.trust_region import (
+    ConjugateGradient,
+    LineSearch,
+    backtracking_line_search,
+    conjugate_gradient,
+    fisher_vector_product,
+)
 from shoal.ops.value_rescaling import (
     combine_q_values,
     signed_hyperbolic,
@@ -55,12 +64,16 @@ from shoal.ops.vtrace import VTraceReturns, vtrace, vtrace_policy_gradient_loss
 
 __all__ = [
     "ARSDirection",
+    "ConjugateGradient",
+    "LineSearch",
     "NStepAdvantage",
     "SquashedSample",
     "VTraceReturns",
     "approx_kl",
     "ars_direction",
+    "backtracking_line_search",
     "categorical_entropy",
+    "categorical_kl",
     "categorical_log_prob",
     "categorical_sample",
     "centered_ranks",
@@ -70,9 +83,12 @@ __all__ = [
     "clipped_value_loss",
     "combine_q_values",
     "complete_return_mask",
+    "conjugate_gradient",
     "discounted_returns",
     "es_gradient",
+    "fisher_vector_product",
     "gaussian_entropy",
+    "gaussian_kl",
     "gaussian_log_prob",
     "gaussian_sample",
     "generalized_advantage_estimation",

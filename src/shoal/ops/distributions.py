@@ -16,9 +16,11 @@ from shoal.ops._checks import broadcasts_to, check_broadcastable_to, check_float
 
 __all__ = [
     "categorical_entropy",
+    "categorical_kl",
     "categorical_log_prob",
     "categorical_sample",
     "gaussian_entropy",
+    "gaussian_kl",
     "gaussian_log_prob",
     "gaussian_sample",
 ]
@@ -70,6 +72,34 @@ def categorical_entropy(logits: Tensor) -> Tensor:
     # 0 * -inf is nan; clamping the log first makes masked actions contribute exactly 0.
     log_probs = torch.clamp(log_probs, min=torch.finfo(log_probs.dtype).min)
     return -(log_probs.exp() * log_probs).sum(dim=-1)
+
+
+def categorical_kl(logits_p: Tensor, logits_q: Tensor) -> Tensor:
+    """`KL(p ‖ q) = Σ_a p_a (log p_a - log q_a)` of two categorical policies given as logits.
+
+    The KL of TRPO's trust region (Schulman et al. 2015, eq. 12) with `p = π_θold`. Actions that
+    `p` masks out (`-inf` logits) contribute zero.
+
+    Args:
+        logits_p: unnormalised log-probabilities of p `[..., A]`.
+        logits_q: unnormalised log-probabilities of q, same shape.
+
+    Returns:
+        divergences `[...]`.
+    """
+    _check_logits(logits_p)
+    _check_logits(logits_q)
+    if logits_p.shape != logits_q.shape:
+        raise ValueError(
+            f"logits_p has shape {tuple(logits_p.shape)} but logits_q has shape "
+            f"{tuple(logits_q.shape)}; they must match"
+        )
+    log_p = torch.log_softmax(logits_p, dim=-1)
+    log_q = torch.log_softmax(logits_q, dim=-1)
+    tiny = torch.finfo(log_p.dtype).min
+    # As in `categorical_entropy`: p_a = 0 terms are exactly 0 rather than 0 * inf = nan.
+    terms = log_p.exp() * (log_p.clamp(min=tiny) - log_q.clamp(min=tiny))
+    return terms.sum(dim=-1)
 
 
 def categorical_sample(logits: Tensor, generator: torch.Generator | None = None) -> Tensor:
@@ -153,6 +183,34 @@ def gaussian_entropy(
             f"broadcast to batch_shape {tuple(target)}"
         )
     return entropy.expand(target)
+
+
+def gaussian_kl(mean_p: Tensor, log_std_p: Tensor, mean_q: Tensor, log_std_q: Tensor) -> Tensor:
+    """`KL(p ‖ q)` of two diagonal Gaussians, summed over the action dimension.
+
+    `Σ_d [log σq_d - log σp_d + (σp_d² + (μp_d - μq_d)²) / (2 σq_d²) - ½]`; TRPO's trust-region
+    KL (Schulman et al. 2015, eq. 12) with `p = π_θold`.
+
+    Args:
+        mean_p: means of p `[..., D]`.
+        log_std_p: log standard deviations of p, broadcastable to `mean_p`.
+        mean_q: means of q, the shape of `mean_p`.
+        log_std_q: log standard deviations of q, broadcastable to `mean_q`.
+
+    Returns:
+        divergences `[...]`.
+    """
+    _check_gaussian(mean_p, log_std_p)
+    _check_gaussian(mean_q, log_std_q)
+    if mean_p.shape != mean_q.shape:
+        raise ValueError(
+            f"mean_p has shape {tuple(mean_p.shape)} but mean_q has shape "
+            f"{tuple(mean_q.shape)}; they must match"
+        )
+    var_ratio = torch.exp(2.0 * (log_std_p - log_std_q))
+    z = (mean_p - mean_q) * torch.exp(-log_std_q)
+    terms = 0.5 * (var_ratio + z.square() - 1.0) - (log_std_p - log_std_q)
+    return terms.expand(mean_p.shape).sum(dim=-1)
 
 
 def gaussian_sample(
