@@ -85,6 +85,19 @@ def test_rainbow_runs_on_ray_with_replay_shards(ray_cluster, quiet_run):
     assert shoal.load(result.run_dir).act(np.zeros((2, 4), np.float32)).shape == (2,)
 
 
+# Acting waits for learning (in turn, inline), so the result depends on the seed only, not on
+# how busy the machine is. 10k steps of the FAST settings cost 32-34 s of CPU (user + system);
+# at a load average of 18 on the 2-core machine the test took 266 s, hence the longer timeout.
+@pytest.mark.timeout(900)
+def test_rainbow_learns_cartpole_in_10k_steps(quiet_run):
+    # Greedy 10-episode means after 10k steps over seeds 0, 1, 2: 144.2, 384.2, 132.2 (a
+    # random policy: about 22); 100 leaves a margin on every seed.
+    run = {**quiet_run, "eval_episodes": 10}
+    result = shoal.train("rainbow", "CartPole-v1", seed=0, total_steps=10_000, agent=FAST, run=run)
+    assert result.env_steps >= 10_000
+    assert result.evaluation.mean_return >= 100
+
+
 class _StopWhenGreedySolves(shoal.Callback):
     def on_evaluation(self, evaluation):
         return evaluation.final or evaluation.mean_return < 475
