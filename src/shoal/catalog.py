@@ -32,6 +32,10 @@ AGENTS: dict[str, tuple[str, str]] = {
         "shoal.agents.apex",
         "Ape-X: DQN with per-actor exploration rates and sharded replay for many actors",
     ),
+    "rainbow": (
+        "shoal.agents.rainbow",
+        "Rainbow: DQN with C51 distributions, noisy nets, dueling, double Q, n-step, PER",
+    ),
     "r2d2": (
         "shoal.agents.r2d2",
         "R2D2: recurrent (LSTM) DQN from replayed sequences with stored state and burn-in",

@@ -1,5 +1,5 @@
 """Pure RL math: returns, advantages, policy losses, action distributions, critic targets,
-exploration noise and trust-region steps.
+distributional (categorical) targets, exploration noise and trust-region steps.
 
 Stateless functions on time-major `[T, B]` tensors (or any shape where no time axis exists), in
 the style of rlax: one topic per module, shape checks on entry, a paper reference per op. This
@@ -8,6 +8,11 @@ package imports only torch, numpy and the standard library.
 
 from shoal.ops.actor_critic import NStepAdvantage, n_step_advantage
 from shoal.ops.advantages import generalized_advantage_estimation, normalize_advantages
+from shoal.ops.distributional import (
+    CategoricalLoss,
+    categorical_double_q_learning,
+    categorical_projection,
+)
 from shoal.ops.distributions import (
     categorical_entropy,
     categorical_kl,
@@ -64,6 +69,7 @@ from shoal.ops.vtrace import VTraceReturns, vtrace, vtrace_policy_gradient_loss
 
 __all__ = [
     "ARSDirection",
+    "CategoricalLoss",
     "ConjugateGradient",
     "LineSearch",
     "NStepAdvantage",
@@ -72,9 +78,11 @@ __all__ = [
     "approx_kl",
     "ars_direction",
     "backtracking_line_search",
+    "categorical_double_q_learning",
     "categorical_entropy",
     "categorical_kl",
     "categorical_log_prob",
+    "categorical_projection",
     "categorical_sample",
     "centered_ranks",
     "clip_fraction",

@@ -1,19 +1,29 @@
-"""The value family: what DQN, Ape-X, R2D2 and Agent57 share.
+"""The value family: what DQN, Ape-X, Rainbow, R2D2 and Agent57 share.
 
 - `learner`: `QLearner`, one gradient step per sampled batch on a loss given to it (`QLoss`,
   returning `LossResult`), with a periodic or Polyak target (Acme's `learning_lib`).
-- `loss`: the transition loss (`dqn_loss`, double Q, Huber) and sequence priorities.
+- `loss`: the transition losses (`dqn_loss`: double Q, Huber; `categorical_dqn_loss`: C51's
+  projected distributional target, KL priorities; `transition_loss` picks by the config) and
+  sequence priorities.
 - `exploration`: Ape-X's per-actor or per-env epsilons.
 - `transitions` and `replay`: the n-step transition data path, and the rate-limited table that
   the sequence paths of R2D2 and Agent57 use too.
-- `config`, `networks`, `policy`: the transition agents' (DQN's, Ape-X's) config, Q-network and
-  epsilon-greedy policy; `recurrent`: the LSTM Q-network of R2D2 and Agent57.
+- `config`, `networks`, `policy`: the transition agents' (DQN's, Ape-X's, Rainbow's) config,
+  Q-network (optionally categorical and noisy) and epsilon-greedy policy; `recurrent`: the
+  LSTM Q-network of R2D2 and Agent57.
 """
 
 from shoal.agents.value.config import MUTABLE_SETTINGS, DQNConfig
 from shoal.agents.value.exploration import apex_epsilon, exploration_rates
 from shoal.agents.value.learner import QLearner, QLearnerSettings, QLoss
-from shoal.agents.value.loss import LossResult, dqn_loss, sequence_priorities, td_errors
+from shoal.agents.value.loss import (
+    LossResult,
+    categorical_dqn_loss,
+    dqn_loss,
+    sequence_priorities,
+    td_errors,
+    transition_loss,
+)
 from shoal.agents.value.networks import QNet
 from shoal.agents.value.networks import make_networks as make_q_networks
 from shoal.agents.value.policy import DQNPolicy
@@ -34,6 +44,7 @@ __all__ = [
     "RecurrentQSettings",
     "ReplayTableSettings",
     "apex_epsilon",
+    "categorical_dqn_loss",
     "dqn_loss",
     "exploration_rates",
     "make_q_networks",
@@ -42,4 +53,5 @@ __all__ = [
     "sequence_priorities",
     "stored_frame_stack",
     "td_errors",
+    "transition_loss",
 ]

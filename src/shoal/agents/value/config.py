@@ -1,9 +1,12 @@
-"""The transition value agents' hyperparameters (DQN, Ape-X): Mnih et al. 2015 with double Q
-(van Hasselt et al. 2016), dueling heads (Wang et al. 2016), n-step returns and prioritised
-replay (Schaul et al. 2016), as in Ape-X (Horgan et al. 2018)."""
+"""The transition value agents' hyperparameters (DQN, Ape-X, Rainbow): Mnih et al. 2015 with
+double Q (van Hasselt et al. 2016), dueling heads (Wang et al. 2016), n-step returns and
+prioritised replay (Schaul et al. 2016), as in Ape-X (Horgan et al. 2018), and optionally a
+categorical return distribution (C51, Bellemare et al. 2017) and noisy layers (Fortunato et al.
+2018): all six together are Rainbow (Hessel et al. 2018)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -51,8 +54,24 @@ class DQNConfig:
     dueling: bool = param(True, "Dueling value and advantage streams.")
     dueling_hidden: int = param(256, "Hidden units of each dueling stream.")
     huber_delta: float = param(
-        1.0, "Huber loss threshold on the TD error (inf: squared loss).", allow_inf=True
+        1.0,
+        "Huber loss threshold on the TD error (inf: squared loss); unused when distributional.",
+        allow_inf=True,
     )
+    distributional: bool = param(
+        False,
+        "C51: learn a categorical return distribution on num_atoms atoms in [v_min, v_max] "
+        "(Bellemare et al. 2017); loss: its cross-entropy, priority: its KL (Rainbow).",
+    )
+    num_atoms: int = param(51, "Atoms of the return distribution (distributional).")
+    v_min: float = param(-10.0, "Lowest atom (distributional); targets below it are clipped to it.")
+    v_max: float = param(10.0, "Highest atom (distributional); targets above it are clipped to it.")
+    noisy: bool = param(
+        False,
+        "Noisy linear layers with factorised Gaussian noise in the Q head (Fortunato et al. "
+        "2018); they explore on top of epsilon: set the epsilons to 0 to explore by noise alone.",
+    )
+    noisy_sigma: float = param(0.5, "sigma_0 of the noisy layers' initial noise scale (noisy).")
     max_grad_norm: float = param(10.0, "Clip the global gradient norm to this (0 disables).")
     prioritized: bool = param(True, "Prioritised replay; False samples uniformly.")
     priority_alpha: float = param(0.6, "Priority exponent alpha (0: uniform).")
@@ -100,6 +119,30 @@ class DQNConfig:
             )
         check_replay_sizes(self)
         check_network_settings(self)
+        self._check_distribution_and_noise()
+
+    def _check_distribution_and_noise(self) -> None:
+        if self.num_atoms < 2:
+            raise ValueError(
+                f"num_atoms must be >= 2 (a support needs two ends), got {self.num_atoms}; set "
+                "--agent.num-atoms 51."
+            )
+        if not (-math.inf < self.v_min < self.v_max < math.inf):
+            raise ValueError(
+                f"v_min must be finite and below v_max, got v_min={self.v_min}, v_max="
+                f"{self.v_max}; set --agent.v-min and --agent.v-max to the range of the "
+                "discounted returns (e.g. -10 and 10 for clipped Atari rewards)."
+            )
+        if not 0 < self.noisy_sigma < math.inf:
+            raise ValueError(
+                f"noisy_sigma must be a finite number > 0, got {self.noisy_sigma}; set "
+                "--agent.noisy-sigma 0.5 (Fortunato et al.'s sigma_0)."
+            )
+
+    @property
+    def atoms(self) -> int:
+        """Outputs per action of the Q-network: num_atoms when distributional, else 1."""
+        return self.num_atoms if self.distributional else 1
 
     def epsilon(self, actor_steps: int, actor_index: int, num_actors: int) -> float:
         """The exploration rate of actor `actor_index` of `num_actors` after `actor_steps`."""

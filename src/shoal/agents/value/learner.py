@@ -18,7 +18,7 @@ from torch import nn
 
 from shoal.agents.base import NetworkLearner, Update
 from shoal.agents.common import DeclaredState, LearnerState, LearningRateSchedule, TargetUpdate
-from shoal.agents.value.loss import LossResult, dqn_loss
+from shoal.agents.value.loss import LossResult, transition_loss
 from shoal.envs.spec import EnvSpec
 from shoal.optim import Adam
 
@@ -27,7 +27,8 @@ __all__ = ["QLearner", "QLearnerSettings", "QLoss"]
 
 class QLoss(Protocol):
     """`loss(online, target, sample, config) -> LossResult`, whatever the sampled items are
-    (n-step transitions: `dqn_loss`; sequences: R2D2's `r2d2_loss`)."""
+    (n-step transitions: `transition_loss`, i.e. `dqn_loss` or `categorical_dqn_loss`;
+    sequences: R2D2's `r2d2_loss`)."""
 
     def __call__(
         self, online: Any, target: Any, sample: Mapping[str, np.ndarray], config: Any, /
@@ -59,11 +60,17 @@ class QLearner(DeclaredState, NetworkLearner):
     """Owns the online and target networks and the optimiser.
 
     `update(sample, progress)` takes one gradient step of `loss` on a replay sample (its
-    importance `weights` included) and returns the new priorities `|δ| + ε`.
+    importance `weights` included) and returns the new priorities `|δ| + ε` (the loss's
+    `td_abs`: the KL divergence for the categorical loss).
     """
 
     def __init__(
-        self, spec: EnvSpec, config: QLearnerSettings, net: nn.Module, *, loss: QLoss = dqn_loss
+        self,
+        spec: EnvSpec,
+        config: QLearnerSettings,
+        net: nn.Module,
+        *,
+        loss: QLoss = transition_loss,
     ) -> None:
         self.config = config
         self.net = net

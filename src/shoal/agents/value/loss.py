@@ -8,6 +8,13 @@ Target of an m-step transition (discount = γ^m, 0 after a termination):
                                            a* = argmax_a Q_target(s', a)   (otherwise)
 
 and the loss is the importance-weighted Huber loss of `δ = y - Q_online(s, a)`.
+
+With `config.distributional` (C51, Bellemare et al. 2017; Rainbow, Hessel et al. 2018) the
+network gives a categorical return distribution per action, the target is the target network's
+distribution at the same `a*`, shifted by R and scaled by the discount and projected onto the
+atoms (`shoal.ops.categorical_double_q_learning`), the loss its importance-weighted
+cross-entropy and the priority its KL divergence (`categorical_dqn_loss`). `transition_loss`
+picks one of the two from the config.
 """
 
 from __future__ import annotations
@@ -99,6 +106,69 @@ def dqn_loss(
         "td_abs_mean": delta.detach().abs().mean(),
     }
     return LossResult(loss, delta.detach().abs(), metrics)
+
+
+def categorical_terms(
+    online: QNet,
+    target: QNet,
+    data: Mapping[str, np.ndarray],
+    config: DQNConfig,
+    logits: torch.Tensor | None = None,
+    next_online_q: torch.Tensor | None = None,
+) -> ops.CategoricalLoss:
+    """The categorical double-Q loss terms of a batch (cross-entropy and KL `[B]`, target).
+
+    `logits` (the online logits at s, `[B, A, N]`) carry the gradients when given;
+    `next_online_q` (Q_online(s') `[B, A]`) saves a forward pass when the caller has it.
+    """
+    batch = _tensors(data, next(online.parameters()).device)
+    reward = batch["reward"]
+    if config.reward_clip is not None:
+        reward = reward.clamp(-config.reward_clip, config.reward_clip)
+    with torch.no_grad():
+        next_logits = target.logits(batch["next_obs"])
+        if not config.double_q or online is target:
+            selector = target.q_values(next_logits)
+        else:
+            selector = next_online_q if next_online_q is not None else online(batch["next_obs"])
+        if logits is None:
+            logits = online.logits(batch["obs"])
+    return ops.categorical_double_q_learning(
+        online.atoms, logits, batch["action"], reward, batch["discount"], next_logits, selector
+    )
+
+
+def categorical_dqn_loss(
+    online: QNet, target: QNet, data: Mapping[str, np.ndarray], config: DQNConfig
+) -> LossResult:
+    """Importance-weighted cross-entropy of the projected n-step distributional target; the
+    priorities are the KL divergences (Hessel et al. 2018, section 3)."""
+    device = next(online.parameters()).device
+    obs, action = _tensor(data, "obs", device), _tensor(data, "action", device)
+    next_online_q = None
+    if config.double_q:
+        # One online pass over s and s' together (one draw of the noisy layers' noise); only
+        # the s half carries gradients.
+        both = online.logits(torch.cat([obs, _tensor(data, "next_obs", device)]))
+        logits, next_online_q = both[: len(obs)], online.q_values(both[len(obs) :].detach())
+    else:
+        logits = online.logits(obs)
+    terms = categorical_terms(online, target, data, config, logits, next_online_q)
+    weights = torch.from_numpy(np.asarray(data["weights"], np.float32)).to(device)
+    loss = (weights * terms.cross_entropy).mean()
+    kl = terms.kl.detach().clamp(min=0.0)  # >= 0 up to rounding
+    q_taken = online.q_values(logits.detach()).gather(-1, action[:, None]).squeeze(-1)
+    metrics = {"loss": loss.detach(), "q_mean": q_taken.mean(), "kl_mean": kl.mean()}
+    return LossResult(loss, kl, metrics)
+
+
+def transition_loss(
+    online: QNet, target: QNet, data: Mapping[str, np.ndarray], config: DQNConfig
+) -> LossResult:
+    """`categorical_dqn_loss` when `config.distributional`, else `dqn_loss`."""
+    if getattr(config, "distributional", False):
+        return categorical_dqn_loss(online, target, data, config)
+    return dqn_loss(online, target, data, config)
 
 
 def sequence_priorities(td_abs: torch.Tensor, mask: torch.Tensor, eta: float) -> torch.Tensor:

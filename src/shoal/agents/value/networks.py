@@ -1,4 +1,5 @@
-"""DQN's network: a torso picked from the observation space and a (dueling) Q head."""
+"""DQN's network: a torso picked from the observation space and a (dueling) Q head, optionally
+categorical (C51) and noisy (Rainbow)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from torch import nn
 from shoal.agents.value.config import DQNConfig
 from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError
-from shoal.nets import DuelingQHead, orthogonal_init
+from shoal.nets import DuelingQHead, q_linear
 from shoal.nets.torso import torso_from_setting
 from shoal.tree import map_tree
 
@@ -20,7 +21,10 @@ class QNet(nn.Module):
 
     The torso is chosen like the other agents' (MLP for vectors, a CNN for images, one per key
     for Dict spaces, or `config.torso`); the head is dueling (Wang et al. 2016) or one linear
-    layer.
+    layer, its layers noisy (Fortunato et al. 2018) with `config.noisy`. With
+    `config.distributional` the head gives logits of a categorical over `atoms` (`[N]`, a
+    buffer) per action (C51, Bellemare et al. 2017): `logits(obs)` is `[B, A, N]` and the
+    Q-values are their expectations, so acting is the same either way.
     """
 
     def __init__(self, spec: EnvSpec, config: DQNConfig) -> None:
@@ -35,13 +39,40 @@ class QNet(nn.Module):
         )
         width = int(self.torso.out_features)
         self.num_actions = spec.num_actions
+        self.distributional = config.distributional
+        atoms, noisy, sigma = config.atoms, config.noisy, config.noisy_sigma
         self.head: nn.Module = (
-            DuelingQHead(width, self.num_actions, config.dueling_hidden)
+            DuelingQHead(
+                width,
+                self.num_actions,
+                config.dueling_hidden,
+                atoms=atoms,
+                noisy=noisy,
+                sigma_0=sigma,
+            )
             if config.dueling
-            else orthogonal_init(nn.Linear(width, self.num_actions), 1.0)
+            else q_linear(width, self.num_actions * atoms, 1.0, noisy, sigma)
+        )
+        support = torch.linspace(config.v_min, config.v_max, config.num_atoms)
+        # Not saved: it follows from the config, and checkpoints of nets without it still load.
+        self.register_buffer(
+            "atoms", support if self.distributional else torch.zeros(0), persistent=False
         )
 
+    def logits(self, obs: Any) -> torch.Tensor:
+        """`[B, A, N]` logits of the return distributions over `atoms` (distributional)."""
+        if not self.distributional:
+            raise ValueError("logits: this Q-network is not distributional")
+        out = self.head(self.torso(obs))
+        return out.view(out.shape[0], self.num_actions, -1)
+
+    def q_values(self, logits: torch.Tensor) -> torch.Tensor:
+        """The expectations `[B, A]` of the distributions of `logits` `[B, A, N]`."""
+        return (torch.softmax(logits, -1) * self.atoms).sum(-1)
+
     def forward(self, obs: Any) -> torch.Tensor:
+        if self.distributional:
+            return self.q_values(self.logits(obs))
         return self.head(self.torso(obs))
 
 

@@ -15,17 +15,18 @@ import torch
 
 from shoal.agents.base import ActMode, Layout, Policy, PolicyStep, State, StepInputs
 from shoal.agents.value.config import DQNConfig
-from shoal.agents.value.loss import td_errors
+from shoal.agents.value.loss import categorical_terms, td_errors
 from shoal.agents.value.networks import QNet
 from shoal.envs.spec import EnvSpec
-from shoal.nets import module_device
+from shoal.nets import mean_weights, module_device
 from shoal.tree import map_tree
 
 
 class DQNPolicy(Policy):
     """Epsilon-greedy on Q. While training, env slot s (actor `s // E`, whose actor has taken
     `steps * E` agent steps) explores at `config.epsilons`; `sample` uses `eval_epsilon` and
-    `greedy` none."""
+    `greedy` none. A noisy network (`config.noisy`) acts with new noise at each training step
+    (Fortunato et al. 2018) and with its mean weights in `sample` and `greedy`."""
 
     def __init__(
         self,
@@ -56,7 +57,12 @@ class DQNPolicy(Policy):
     @torch.inference_mode()
     def step(self, obs: Any, state: State, inputs: StepInputs, mode: ActMode) -> PolicyStep:
         device = module_device(self.net)
-        q = self.net(map_tree(lambda x: torch.from_numpy(x).to(device), obs))
+        batch = map_tree(lambda x: torch.from_numpy(x).to(device), obs)
+        if mode == "train":
+            q = self.net(batch)  # noisy layers draw new noise for this step
+        else:
+            with mean_weights(self.net):  # greedy and sample evaluate the noisy layers' means
+                q = self.net(batch)
         greedy = q.argmax(-1).cpu().numpy()
         width = len(greedy)
         explore = self.rng.random(width) < self.exploration_rates(inputs, mode)
@@ -66,6 +72,10 @@ class DQNPolicy(Policy):
 
 @torch.inference_mode()
 def initial_priorities(net: QNet, config: DQNConfig, data: Mapping[str, np.ndarray]) -> np.ndarray:
-    """`|δ| + ε` of each transition under the acting weights (`net` as its own target)."""
-    errors = td_errors(net, net, data, config)
-    return (errors.abs() + config.priority_eps).cpu().numpy().astype(np.float32)
+    """`|δ| + ε` of each transition under the acting weights (`net` as its own target); the KL
+    divergence of the categorical loss + ε when distributional (Rainbow's priority)."""
+    if config.distributional:
+        errors = categorical_terms(net, net, data, config).kl.clamp(min=0.0)
+    else:
+        errors = td_errors(net, net, data, config).abs()
+    return (errors + config.priority_eps).cpu().numpy().astype(np.float32)
