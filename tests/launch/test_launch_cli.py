@@ -38,7 +38,7 @@ def _fails(capsys, tmp_path, *argv: str) -> str:
             ["slurm", "--", "shoal", "train", "ppx", "--env", "CartPole-v1"],
             "Unknown algorithm 'ppx'",
         ),
-        (["k8s", "--nodes", "2", "--", *TRAIN], "--nodes is an option of slurm, not of k8s"),
+        (["k8s", "--nodes", "2", "--", *TRAIN], "--nodes is an option of slurm and local, not of k8s"),
         (["slurm", "--image", "x", "--", *TRAIN], "--image is an option of k8s and gcp"),
         (["gcp", "--", *TRAIN], "needs --project PROJECT_ID"),
         (
