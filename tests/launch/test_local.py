@@ -149,3 +149,21 @@ def test_ctrl_c_and_sigterm_reach_the_container(tmp_path, signum, code):
     assert process.returncode == code
     assert (tmp_path / "got").read_text() == signal.Signals(signum).name
     assert (tmp_path / "r").is_dir()  # made on the host before the container started
+
+
+def test_a_cluster_puts_the_learner_on_the_head_and_the_actors_on_the_workers(tmp_path):
+    train = ["shoal", "train", "impala", "--env", "CartPole-v1", "--actors", "4"]
+    container, sizes = local.cluster_args([*train, "--runs-dir", str(tmp_path)], nodes=3)
+    args = list(container.args)
+    assert args[args.index("--runtime") + 1] == "ray"
+    assert args[args.index("--learner-resources") + 1] == "shoal_head=1"
+    assert args[args.index("--actor-resources") + 1] == "shoal_worker=1"
+    assert sizes == {"head_cpus": 2, "worker_cpus": 2, "worker_slots": 2}  # 4 actors, 2 workers
+    own = local.cluster_args([*train, "--actor-resources", "big=1"], nodes=2)[0].args
+    assert "shoal_worker=1" not in own and "big=1" in own  # the command's own placement stays
+
+
+def test_a_cluster_needs_ray(capsys):
+    argv = ["launch", "local", "--nodes", "3", "--"]
+    assert main([*argv, "shoal", "train", "impala", "--env", "CartPole-v1", "--runtime", "inline"])
+    assert "Pass --runtime ray" in capsys.readouterr().err

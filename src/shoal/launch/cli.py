@@ -185,11 +185,8 @@ def main(argv: Sequence[str]) -> int:
 def _local(args: argparse.Namespace, train: list[str], extras: list[str]) -> int:
     if args.submit:
         raise ConfigError("`shoal launch local` runs the command at once; leave out --submit.")
-    if args.nodes not in (None, 1):
-        raise ConfigError(
-            f"--nodes {args.nodes}: `shoal launch local` runs one container for now; leave "
-            "--nodes out."
-        )
+    if args.nodes is not None and args.nodes < 1:
+        raise ConfigError(f"--nodes must be >= 1, got {args.nodes}.")
     out = Path(args.out) if args.out else None
     if out is not None:
         _check_writable(out)
@@ -202,7 +199,7 @@ def _local(args: argparse.Namespace, train: list[str], extras: list[str]) -> int
         build=not args.no_build,
         extras=tuple(extras),
     )
-    return local.launch(options, train, out)
+    return local.launch(options, train, out, nodes=args.nodes or 1)
 
 
 def _check_writable(out: Path) -> None:

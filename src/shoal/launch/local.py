@@ -12,6 +12,8 @@ added here, not asked of the user.
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import re
 import shlex
@@ -20,6 +22,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -29,8 +32,10 @@ from types import FrameType
 
 from shoal.commandline import build_parser, split_section_overrides
 from shoal.errors import ConfigError, ShoalError
-from shoal.launch import images
+from shoal.launch import auth, images
+from shoal.launch.job import parse_train_command
 from shoal.launch.render import check_text
+from shoal.run.layout import PLACEMENT_FILE
 
 ENGINES = ("docker", "podman")
 DEFAULT_IMAGE = "shoal:local"
@@ -41,6 +46,12 @@ PODMAN_LIMITS = ("--ulimit", "nofile=20000:20000", "--ulimit", "nproc=32768:3276
 PATH_FLAGS = ("--config", "--profile", "--resume")
 # How long a container has, after the signal is forwarded, before it is killed.
 STOP_GRACE_S = 120.0
+# --nodes N: Ray's head and the learner in one container, the actors in N-1 worker containers,
+# placed there by these custom resources (added to the command unless it names its own).
+HEAD_RESOURCE, WORKER_RESOURCE = "shoal_head", "shoal_worker"
+RAY_PORT = 6379
+# Each container's Ray object store, in its /dev/shm (--shm-size is a little more).
+OBJECT_STORE_MB = 512
 
 
 @dataclass(frozen=True)
@@ -176,8 +187,12 @@ def run_command(engine: str, image: str, name: str, container: Container) -> lis
     return [*command, image, "shoal", "train", *container.args]
 
 
-def launch(options: LocalOptions, train: Sequence[str], out: Path | None = None) -> int:
+def launch(
+    options: LocalOptions, train: Sequence[str], out: Path | None = None, nodes: int = 1
+) -> int:
     """Build (unless options.build is False) and run; the training's exit code."""
+    if nodes > 1:
+        return launch_cluster(options, train, nodes, out)
     container = container_for(train)
     if options.ca_bundle and not Path(options.ca_bundle).is_file():
         raise ConfigError(f"--ca-bundle {options.ca_bundle}: no such file.")
@@ -189,11 +204,211 @@ def launch(options: LocalOptions, train: Sequence[str], out: Path | None = None)
         )
     if options.build:
         build(engine, options, out)
-    for path, _ in container.mounts:
-        if not Path(path).exists():
-            Path(path).mkdir(parents=True)
+    if "://" not in container.runs_dir:
+        Path(container.runs_dir).mkdir(parents=True, exist_ok=True)
     name = f"shoal-{_name_part(container.args)}-{os.getpid()}-{int(time.time()) % 100000}"
     return run(run_command(engine, options.image, name, container), engine, name)
+
+
+def cluster_args(train: Sequence[str], nodes: int) -> tuple[Container, dict[str, int]]:
+    """The command of a Ray cluster of `nodes` containers, checked as `shoal launch`'s other
+    targets check theirs (--runtime ray, no --address), with the learner placed on the head
+    and the actors on the workers unless it says otherwise; and each node's CPUs and resources
+    (head and worker)."""
+    job = parse_train_command(train)
+    container = container_for(["shoal", "train", *job.args])
+    args = list(container.args)
+    workers = nodes - 1
+    actors = job.roles["actors"]
+    if _flag_value(args, "--learner-resources") is None:
+        args += ["--learner-resources", f"{HEAD_RESOURCE}=1"]
+    if _flag_value(args, "--actor-resources") is None:
+        args += ["--actor-resources", f"{WORKER_RESOURCE}=1"]
+    others = sum(r.count * r.cpus for name, r in job.roles.items() if name != "learner")
+    sizes = {
+        "head_cpus": math.ceil(job.roles["learner"].cpus) + 1,
+        "worker_cpus": max(1, math.ceil(others / workers)),
+        "worker_slots": math.ceil(actors.count / workers),
+    }
+    return Container(tuple(args), container.mounts, container.runs_dir), sizes
+
+
+def launch_cluster(
+    options: LocalOptions, train: Sequence[str], nodes: int, out: Path | None = None
+) -> int:
+    """A head and nodes-1 workers, each a container on a network of their own, with token
+    authentication as the Slurm script has it; the training runs in the head (Ray's driver
+    must be on a node), its output streamed and its signals forwarded as with one container.
+    Where each role ran (the run's ray_actors.json) is printed by container name."""
+    container, sizes = cluster_args(train, nodes)
+    engine = find_engine(options.engine)
+    if options.build:
+        build(engine, options, out)
+    if "://" not in container.runs_dir:
+        Path(container.runs_dir).mkdir(parents=True, exist_ok=True)
+    stem = f"shoal-{_name_part(container.args)}-{os.getpid()}-{int(time.time()) % 100000}"
+    network, head = stem, f"{stem}-head"
+    workers = [f"{stem}-worker{i}" for i in range(1, nodes)]
+    # The token reaches the containers through the environment, never a command line.
+    env = {**os.environ, auth.ENV: auth.token(), "RAY_AUTH_MODE": "token"}
+    common = ["--network", network, "--env", "RAY_AUTH_MODE", "--env", auth.ENV]
+    common += ["--shm-size", f"{OBJECT_STORE_MB + 256}m"]
+    if engine == "podman":
+        common += [*_podman_runtime(), *PODMAN_LIMITS]
+    ray_start = f"ray start --disable-usage-stats --object-store-memory={OBJECT_STORE_MB * 2**20}"
+    head_script = (
+        "trap 'exit 130' INT; trap 'exit 143' TERM\n"
+        f"{ray_start} --head --port={RAY_PORT} --include-dashboard=false "
+        f"--num-cpus={sizes['head_cpus']} --resources='{{\"{HEAD_RESOURCE}\": 1}}'\n"
+        f"for _ in $(seq 150); do\n"
+        f"  up=$(ray status 2>/dev/null | grep -c -E '^ +1 node_' || true)\n"
+        f'  [ "$up" -ge {nodes} ] && break; sleep 2\n'
+        "done\n"
+        f'echo "shoal launch: Ray is up on $up of {nodes} containers"\n'
+        f"exec {shlex.join(['shoal', 'train', *container.args])} --address auto\n"
+    )
+    worker_script = (
+        "for _ in $(seq 60); do\n"
+        f"  {ray_start} --address={head}:{RAY_PORT} --num-cpus={sizes['worker_cpus']} "
+        f"--resources='{{\"{WORKER_RESOURCE}\": {sizes['worker_slots']}}}' --block && exit 0\n"
+        "  sleep 2\n"
+        "done\n"
+        "exit 1\n"
+    )
+    mounts = [
+        a
+        for path, ro in container.mounts
+        for a in ("--volume", f"{path}:{path}{':ro' if ro else ''}")
+    ]
+    _quiet([engine, "network", "create", network], env)
+    detached = [engine, "run", "--detach", "--rm", *common]
+    commands = {
+        worker: [*detached, "--name", worker, options.image, "bash", "-c", worker_script]
+        for worker in workers
+    }
+    supervisor = _Supervisor(engine, Path(container.runs_dir), head, commands, env)
+    try:
+        for command in commands.values():
+            _quiet(command, env)
+        command = [engine, "run", "--rm", "--name", head, *common, *mounts]
+        print(f"shoal launch: Ray head and learner in {head}; actors in {', '.join(workers)}")
+        supervisor.start()
+        return run([*command, options.image, "bash", "-c", head_script], engine, head, env)
+    finally:
+        supervisor.stop()
+        for name in workers:
+            subprocess.run([engine, "rm", "--force", name], capture_output=True, env=env)
+        subprocess.run([engine, "network", "rm", network], capture_output=True, env=env)
+
+
+class _Supervisor(threading.Thread):
+    """While the head runs: starts a worker container again when it exits (as a cluster
+    manager would; Ray then places the roles it lost there), and prints where each role runs,
+    by container name, whenever the run's ray_actors.json (shoal's record of each role's
+    process and Ray node) changes."""
+
+    RESTARTS = 5  # per worker
+
+    def __init__(
+        self,
+        engine: str,
+        runs_dir: Path,
+        head: str,
+        workers: dict[str, list[str]],
+        env: dict[str, str],
+    ):
+        super().__init__(daemon=True)
+        self.engine, self.runs_dir, self.head, self.workers, self.env = (
+            engine,
+            runs_dir,
+            head,
+            workers,
+            env,
+        )
+        self.since = time.time()
+        self.stopped = threading.Event()
+        self.seen: str | None = None
+        self.restarts = dict.fromkeys(workers, 0)
+
+    def run(self) -> None:
+        while not self.stopped.wait(2.0):
+            self.revive()
+            self.placement()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.placement()
+
+    def revive(self) -> None:
+        done = subprocess.run(
+            [self.engine, "ps", "--format", "{{.Names}}"],
+            capture_output=True,
+            text=True,
+            env=self.env,
+        )
+        running = set(done.stdout.split())
+        if done.returncode != 0 or self.head not in running:
+            return
+        for name, command in self.workers.items():
+            if name in running or self.restarts[name] >= self.RESTARTS or self.stopped.is_set():
+                continue
+            self.restarts[name] += 1
+            print(f"\nshoal launch: {name} exited; starting it again", flush=True)
+            subprocess.run(command, capture_output=True, env=self.env)
+
+    def placement(self) -> None:
+        if "://" in str(self.runs_dir):
+            return
+        files = [
+            p
+            for p in self.runs_dir.glob(f"*/{PLACEMENT_FILE}")
+            if p.stat().st_mtime >= self.since - 1
+        ]
+        if not files:
+            return
+        path = max(files, key=lambda p: p.stat().st_mtime)
+        text = path.read_text()
+        if text == self.seen:
+            return
+        try:
+            placement = json.loads(text)
+        except ValueError:  # written atomically, but read while a new one lands
+            return
+        self.seen = text
+        by_ip = self.addresses()
+        lines = [f"\nshoal launch: where each role runs ({path}):"]
+        for role, where in placement.items():
+            name = by_ip.get(where.get("address") or "", "?")
+            lines.append(f"  {role:<10} {name}  ({where.get('address')}, pid {where.get('pid')})")
+        print("\n".join(lines), flush=True)
+
+    def addresses(self) -> dict[str, str]:
+        out = {}
+        for name in [self.head, *self.workers]:
+            done = subprocess.run(
+                [
+                    self.engine,
+                    "inspect",
+                    "--format",
+                    "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}",
+                    name,
+                ],
+                capture_output=True,
+                text=True,
+                env=self.env,
+            )
+            for ip in done.stdout.split():
+                out[ip] = name
+        return out
+
+
+def _quiet(command: list[str], env: dict[str, str]) -> None:
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        raise ShoalError(
+            f"`{shlex.join(command[:4])} ...` failed (exit code {done.returncode}): "
+            f"{done.stderr.strip()[-600:] or 'no message'}."
+        )
 
 
 def build(engine: str, options: LocalOptions, out: Path | None = None) -> None:
@@ -241,14 +456,14 @@ def build(engine: str, options: LocalOptions, out: Path | None = None) -> None:
         print(f"shoal: built {options.image} in {time.monotonic() - started:.0f} s", flush=True)
 
 
-def run(command: list[str], engine: str, name: str) -> int:
+def run(command: list[str], engine: str, name: str, env: dict[str, str] | None = None) -> int:
     """Run the container in the foreground, its output streamed; Ctrl-C and SIGTERM are sent on
     to shoal inside (`ENGINE kill --signal`), which stops with a checkpoint; a third signal, or
     a container still running STOP_GRACE_S after the first, is killed."""
     print(f"$ {shlex.join(command)}", flush=True)
     # A session of its own: the terminal's Ctrl-C reaches this process only, which forwards it
     # once to the container (the engine client would forward it too).
-    process = subprocess.Popen(command, start_new_session=True)
+    process = subprocess.Popen(command, start_new_session=True, env=env)
     signals: list[int] = []
     first: list[float] = []  # when the first signal came
 
