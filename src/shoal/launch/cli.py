@@ -7,10 +7,11 @@ import os
 import shlex
 import shutil
 import subprocess
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from shoal.errors import ConfigError, ShoalError
+from shoal.errors import ConfigError, ShoalError, ShoalWarning
 from shoal.launch import auth, aws, cloud, gcp, images, k8s, local, slurm, vertex
 from shoal.launch.job import TrainJob, parse_train_command
 from shoal.launch.render import role_values
@@ -147,6 +148,8 @@ def main(argv: Sequence[str]) -> int:
     if args.target == "local":
         return _local(args, argv[split + 1 :], extras)
     job = parse_train_command(argv[split + 1 :], args.name)
+    if args.target in ("k8s", "vertex"):
+        _warn_pod_disk(args.target, job.args)
     out = Path(args.out or f"launch-{args.target}")
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file; name a folder to write into.")
@@ -200,6 +203,22 @@ def _local(args: argparse.Namespace, train: list[str], extras: list[str]) -> int
         extras=tuple(extras),
     )
     return local.launch(options, train, out, nodes=args.nodes or 1)
+
+
+def _warn_pod_disk(target: str, train_args: Sequence[str]) -> None:
+    """One line when the run directory would be written on a pod's or a Vertex replica's own
+    disk, which goes with it: the checkpoints and the summary would be lost."""
+    runs = local.flag_value(train_args, "--runs-dir")
+    if (runs and "://" in runs) or (runs is None and "--config" in train_args):
+        return  # a bucket; or a config file that may name one
+    where = "the pod's" if target == "k8s" else "the Vertex replica's"
+    warnings.warn(
+        f"the run directory (--runs-dir {runs or 'runs'}) would be written on {where} own "
+        "disk and lost with it; pass --runs-dir s3://BUCKET/runs or gs://BUCKET/runs"
+        f"{' (or a path on a mounted volume)' if target == 'k8s' else ''}.",
+        ShoalWarning,
+        stacklevel=2,
+    )
 
 
 def _check_writable(out: Path) -> None:

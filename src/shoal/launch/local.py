@@ -148,7 +148,7 @@ def container_for(train: Sequence[str], cwd: Path | None = None) -> Container:
         mounts[runs_dir] = False
         args = _set_flag(args, "--runs-dir", runs_dir)
     for flag in PATH_FLAGS:
-        value = _flag_value(args, flag)
+        value = flag_value(args, flag)
         if value is None or value == "auto" or "://" in value:
             continue
         path = (cwd / value).resolve()
@@ -220,9 +220,9 @@ def cluster_args(train: Sequence[str], nodes: int) -> tuple[Container, dict[str,
     args = list(container.args)
     workers = nodes - 1
     actors = job.roles["actors"]
-    if _flag_value(args, "--learner-resources") is None:
+    if flag_value(args, "--learner-resources") is None:
         args += ["--learner-resources", f"{HEAD_RESOURCE}=1"]
-    if _flag_value(args, "--actor-resources") is None:
+    if flag_value(args, "--actor-resources") is None:
         args += ["--actor-resources", f"{WORKER_RESOURCE}=1"]
     others = sum(r.count * r.cpus for name, r in job.roles.items() if name != "learner")
     sizes = {
@@ -512,7 +512,7 @@ def _name_part(args: Sequence[str]) -> str:
     return re.sub(r"[^a-z0-9]+", "-", algo.lower()).strip("-")[:20] or "run"
 
 
-def _flag_value(argv: Sequence[str], flag: str) -> str | None:
+def flag_value(argv: Sequence[str], flag: str) -> str | None:
     for i, item in enumerate(argv):
         if item == flag and i + 1 < len(argv):
             return argv[i + 1]
