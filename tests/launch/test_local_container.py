@@ -150,3 +150,48 @@ def test_ctrl_c_stops_the_container_with_a_checkpoint_and_the_host_resumes_it(tr
     assert resumed.returncode == 0, out[-3000:]
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["env_steps"] >= 60000, summary
+
+
+def test_a_ray_cluster_of_three_containers_trains_impala_and_survives_a_killed_worker(
+    trained, tmp_path
+):
+    runs = tmp_path / "runs"
+    process = _shoal(
+        *_launch_options(tmp_path, build=False),
+        *("--nodes", "3", "--"),
+        *("shoal", "train", "impala", "--env", "CartPole-v1", "--runtime", "ray"),
+        *("--actors", "2", "--seed", "0", "--runs-dir", str(runs)),
+    )
+    assert process.stdout is not None
+    lines: list[str] = []
+    placed: dict[str, str] = {}
+    for line in process.stdout:
+        lines.append(line)
+        role = re.match(r"  (learner|actor\d+) +(\S+)  \(", line)
+        if role:
+            placed[role.group(1)] = role.group(2)
+        if len(placed) == 3:
+            break
+    else:
+        pytest.fail("no placement printed:\n" + "".join(lines[-40:]))
+    assert placed["learner"].endswith("-head")
+    assert {placed["actor0"], placed["actor1"]} == {
+        placed["learner"].replace("-head", f"-worker{i}") for i in (1, 2)
+    }
+    time.sleep(10)
+    subprocess.run(["podman", "kill", placed["actor0"]], check=True, capture_output=True)
+    rest, _ = process.communicate(timeout=1500)
+    output = "".join(lines) + rest
+    assert process.returncode == 0, output[-3000:]
+    assert f"{placed['actor0']} exited; starting it again" in output
+    (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    print(
+        f"\nshoal launch local --nodes 3: IMPALA greedy {summary['evaluation']['mean_return']}, "
+        f"actor restarts {summary['actor_restarts']}, wall {summary['wall_time']:.0f} s, "
+        f"load {os.getloadavg()}"
+    )
+    assert summary["actor_restarts"] >= 1
+    assert summary["evaluation"]["mean_return"] >= 475, summary["evaluation"]
+    left = subprocess.run(["podman", "ps", "-a", "--format", "{{.Names}}"], capture_output=True)
+    assert placed["learner"].rsplit("-", 1)[0] not in left.stdout.decode()  # all removed
