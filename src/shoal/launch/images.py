@@ -77,11 +77,18 @@ WORKDIR /opt/shoal
 # build context is mounted (read-only, not copied) so that TORCH may name a wheel in it.
 # hadolint ignore=DL3013
 RUN --mount=type=bind,target=/opt/shoal pip install --no-cache-dir "${{TORCH}}"
-COPY pyproject.toml README.md ./
-COPY src ./src
-# The project from its own source: its pyproject.toml bounds the versions.
+COPY pyproject.toml ./
+# The project's dependencies first, from pyproject.toml alone (an empty package and README
+# stand in), so that a change to the source reinstalls only the project; its pyproject.toml
+# bounds the versions.
 # hadolint ignore=DL3013
-RUN pip install --no-cache-dir {spec}
+RUN mkdir -p src/shoal && touch src/shoal/__init__.py README.md \\
+    && pip install --no-cache-dir {spec} \\
+    && pip uninstall -y shoal && rm -rf src README.md
+COPY README.md ./
+COPY src ./src
+# hadolint ignore=DL3013
+RUN pip install --no-cache-dir --no-deps .
 WORKDIR /work
 CMD ["shoal", "--help"]
 """
