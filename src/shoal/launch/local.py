@@ -180,8 +180,7 @@ def run_command(engine: str, image: str, name: str, container: Container) -> lis
     command = [engine, "run", "--rm", "--name", name, "--shm-size", "1g"]
     if engine == "podman":
         command += [*_podman_runtime(), *PODMAN_LIMITS]
-    elif os.getuid() != 0:  # docker's containers run as root: files on the host stay the user's
-        command += ["--user", f"{os.getuid()}:{os.getgid()}", "--env", "HOME=/tmp"]
+    command += _user(engine)
     for path, read_only in container.mounts:
         command += ["--volume", f"{path}:{path}{':ro' if read_only else ''}"]
     return [*command, image, "shoal", "train", *container.args]
@@ -194,6 +193,17 @@ def launch(
     if nodes > 1:
         return launch_cluster(options, train, nodes, out)
     container = container_for(train)
+    engine = _engine(options)
+    if options.build:
+        build(engine, options, out)
+    if "://" not in container.runs_dir:
+        Path(container.runs_dir).mkdir(parents=True, exist_ok=True)
+    name = f"shoal-{_name_part(container.args)}-{os.getpid()}-{int(time.time()) % 100000}"
+    return run(run_command(engine, options.image, name, container), engine, name)
+
+
+def _engine(options: LocalOptions) -> str:
+    """The engine to use, with the options checked against it."""
     if options.ca_bundle and not Path(options.ca_bundle).is_file():
         raise ConfigError(f"--ca-bundle {options.ca_bundle}: no such file.")
     engine = find_engine(options.engine)
@@ -202,12 +212,15 @@ def launch(
             "--ca-bundle mounts the file into the build, which only podman's build does; "
             "with docker, add the certificate to the base image (--base) instead."
         )
-    if options.build:
-        build(engine, options, out)
-    if "://" not in container.runs_dir:
-        Path(container.runs_dir).mkdir(parents=True, exist_ok=True)
-    name = f"shoal-{_name_part(container.args)}-{os.getpid()}-{int(time.time()) % 100000}"
-    return run(run_command(engine, options.image, name, container), engine, name)
+    return engine
+
+
+def _user(engine: str) -> list[str]:
+    """Docker's containers run as root: as this user instead (when not root), so that the
+    run's files on the host stay theirs. (podman's rootless containers map root to the user.)"""
+    if engine == "docker" and os.getuid() != 0:
+        return ["--user", f"{os.getuid()}:{os.getgid()}", "--env", "HOME=/tmp"]
+    return []
 
 
 def cluster_args(train: Sequence[str], nodes: int) -> tuple[Container, dict[str, int]]:
@@ -241,7 +254,7 @@ def launch_cluster(
     must be on a node), its output streamed and its signals forwarded as with one container.
     Where each role ran (the run's ray_actors.json) is printed by container name."""
     container, sizes = cluster_args(train, nodes)
-    engine = find_engine(options.engine)
+    engine = _engine(options)
     if options.build:
         build(engine, options, out)
     if "://" not in container.runs_dir:
@@ -255,6 +268,7 @@ def launch_cluster(
     common += ["--shm-size", f"{OBJECT_STORE_MB + 256}m"]
     if engine == "podman":
         common += [*_podman_runtime(), *PODMAN_LIMITS]
+    common += _user(engine)
     ray_start = f"ray start --disable-usage-stats --object-store-memory={OBJECT_STORE_MB * 2**20}"
     head_script = (
         "trap 'exit 130' INT; trap 'exit 143' TERM\n"
