@@ -113,11 +113,12 @@ def test_the_dockerfiles_pass_hadolint(launched, name):
     assert done.returncode == 0, done.stdout + done.stderr
     text = path.read_text()
     assert 'pip install --no-cache-dir ".[ray,atari]"' in text
-    # The CPU image installs torch's CPU build before the project, so no CUDA wheels come in.
-    if name == "Dockerfile":
-        assert text.index(
-            "torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
-        ) < text.index('".[ray')
+    # The base is a build argument (a registry out of reach takes a local one) with the usual
+    # public image as its default; torch comes first, by the Makefile's rule, from no other index.
+    base = "nvidia/cuda:" if name == "Dockerfile.cuda" else "python:3.11-slim-bookworm"
+    assert text.index(f"ARG BASE={base}") < text.index("FROM ${BASE}")
+    assert "ARG TORCH=torch==2.13.0" in text and "--index-url" not in text
+    assert text.index('"${TORCH}"') < text.index('".[ray')
 
 
 def test_hadolint_does_find_a_fault():
@@ -200,7 +201,7 @@ def test_the_apptainer_definition_is_well_formed(launched, case, cuda):
         source, destination = line.split()
         assert (root / source).exists() and destination.startswith("/opt/shoal/")
     post = "\n".join(sections["post"])
-    assert ("--index-url https://download.pytorch.org/whl/cpu" in post) is not cuda
+    assert "--index-url" not in post  # torch by the Makefile's rule: PyPI's, pinned
     assert post.index("torch==2.13.0") < post.index("/opt/shoal[ray,atari]")
     assert any("exec shoal" in line for line in sections["runscript"])
 

@@ -38,7 +38,10 @@ def _fails(capsys, tmp_path, *argv: str) -> str:
             ["slurm", "--", "shoal", "train", "ppx", "--env", "CartPole-v1"],
             "Unknown algorithm 'ppx'",
         ),
-        (["k8s", "--nodes", "2", "--", *TRAIN], "--nodes is an option of slurm, not of k8s"),
+        (
+            ["k8s", "--nodes", "2", "--", *TRAIN],
+            "--nodes is an option of slurm and local, not of k8s",
+        ),
         (["slurm", "--image", "x", "--", *TRAIN], "--image is an option of k8s and gcp"),
         (["gcp", "--", *TRAIN], "needs --project PROJECT_ID"),
         (
@@ -168,3 +171,14 @@ def test_launch_help_lists_the_targets(capsys):
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
     assert all(t in out for t in ("slurm", "k8s", "gcp", "aws", "vertex"))
+
+
+@pytest.mark.parametrize("target", ["k8s", "vertex"])
+def test_a_run_directory_on_a_pods_disk_is_warned_about_in_one_line(capsys, tmp_path, target):
+    extra = ["--project", "p"] if target == "vertex" else []
+    assert main(["launch", target, "--out", str(tmp_path / "a"), *extra, "--", *TRAIN]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "shoal: warning: the run directory (--runs-dir runs)" in err
+    argv = ["launch", target, "--out", str(tmp_path / "b"), *extra, "--", *TRAIN]
+    assert main([*argv, "--runs-dir", "gs://bucket/runs"]) == 0
+    assert "warning" not in capsys.readouterr().err

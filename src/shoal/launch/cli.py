@@ -7,18 +7,19 @@ import os
 import shlex
 import shutil
 import subprocess
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from shoal.errors import ConfigError, ShoalError
-from shoal.launch import auth, aws, cloud, gcp, images, k8s, slurm, vertex
+from shoal.errors import ConfigError, ShoalError, ShoalWarning
+from shoal.launch import auth, aws, cloud, gcp, images, k8s, local, slurm, vertex
 from shoal.launch.job import TrainJob, parse_train_command
 from shoal.launch.render import role_values
 
-TARGETS = ("slurm", "k8s", "gcp", "aws", "vertex")
+TARGETS = ("slurm", "k8s", "gcp", "aws", "vertex", "local")
 # Which options belong to which targets (the rest are everyone's).
 _ONLY = {
-    "nodes": ("slurm",),
+    "nodes": ("slurm", "local"),
     "cpus_per_node": ("slurm",),
     "gpus_per_node": ("slurm",),
     "time": ("slurm",),
@@ -30,7 +31,11 @@ _ONLY = {
     "head_cpus": ("k8s",),
     "head_memory_gb": ("k8s",),
     "node_memory_gb": ("k8s",),
-    "image": ("k8s", "gcp", "aws", "vertex"),
+    "image": ("k8s", "gcp", "aws", "vertex", "local"),
+    "engine": ("local",),
+    "base": ("local",),
+    "torch": ("local",),
+    "ca_bundle": ("local",),
     "node_cpus": ("k8s", "gcp", "aws", "vertex"),
     "machine": ("gcp", "aws", "vertex"),
     "region": ("gcp", "aws", "vertex"),
@@ -41,12 +46,22 @@ _ONLY = {
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="shoal launch",
-        usage="shoal launch {slurm,k8s,gcp,aws,vertex} [--out DIR] [--submit] [options] "
+        usage="shoal launch {slurm,k8s,gcp,aws,vertex,local} [--out DIR] [--submit] [options] "
         "-- shoal train ALGO ...",
         description="Write what TARGET needs to run a `shoal train` command (given after --) on "
         "a Ray cluster of its own: a Slurm batch script, a KubeRay RayJob, a Ray cluster-launcher "
         "config for GCP or AWS, or a Vertex AI custom job; with Dockerfiles (CPU, CUDA) and an "
-        "Apptainer definition built from the project. --submit also hands it to the target.",
+        "Apptainer definition built from the project. --submit also hands it to the target. "
+        "`local` builds the CPU image here (docker, else podman) and runs the command inside it, "
+        "its --runs-dir on this machine.",
+        epilog="The Dockerfiles take two build arguments (--build-arg NAME=VALUE): "
+        + "; ".join(
+            f"{key}, {text} (default {images.build_arg_defaults(False)[key]})"
+            for key, text in images.BUILD_ARGS.items()
+        )
+        + f". The CUDA one's BASE defaults to {images.CUDA_IMAGE}. PyPI's Linux torch wheel "
+        "carries CUDA's libraries; a CPU wheel of your own keeps the CPU image small. "
+        "`local` sets them with --base and --torch.",
     )
     p.add_argument("target", choices=TARGETS)
     p.add_argument("--out", help="folder to write into (default launch-TARGET)")
@@ -58,7 +73,7 @@ def parser() -> argparse.ArgumentParser:
         "--extras", default="ray", help="shoal extras in the images, e.g. ray,atari (default ray)"
     )
     s = p.add_argument_group("slurm")
-    s.add_argument("--nodes", type=int, help="nodes of the job (default 1)")
+    s.add_argument("--nodes", type=int, help="slurm, local: nodes of the job (default 1)")
     s.add_argument("--cpus-per-node", type=int, help="default: the roles' CPUs over the nodes")
     s.add_argument("--gpus-per-node", type=int, help="default 0")
     s.add_argument("--time", help="time limit, e.g. 04:00:00 (default 01:00:00)")
@@ -73,7 +88,9 @@ def parser() -> argparse.ArgumentParser:
     k.add_argument("--node-memory-gb", type=int, help="memory of each worker pod (default 32)")
     c = p.add_argument_group("k8s, gcp, aws, vertex")
     c.add_argument(
-        "--image", help="container image built from the Dockerfile (default shoal:latest)"
+        "--image",
+        help="container image built from the Dockerfile (default shoal:latest; local: the tag "
+        f"it builds and runs, default {local.DEFAULT_IMAGE})",
     )
     c.add_argument("--node-cpus", type=int, help="CPUs of each worker node (default 8)")
     c.add_argument(
@@ -84,6 +101,28 @@ def parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--region")
     c.add_argument("--project", help="gcp, vertex: Google Cloud project id")
+    lo = p.add_argument_group("local")
+    lo.add_argument("--engine", choices=local.ENGINES, help="default: docker, else podman")
+    lo.add_argument(
+        "--base",
+        metavar="IMAGE",
+        help=f"the image to build on (BASE; default {images.PYTHON_IMAGE}), e.g. a local one "
+        "where no registry is reachable",
+    )
+    lo.add_argument(
+        "--torch",
+        metavar="REQ_OR_WHEEL",
+        help=f"torch's pip requirement or a wheel file (TORCH; default {images.TORCH})",
+    )
+    lo.add_argument(
+        "--ca-bundle",
+        metavar="FILE",
+        help="podman: a CA bundle mounted over the image's during the build (not kept in it), "
+        "for pip behind a TLS-inspecting proxy",
+    )
+    lo.add_argument(
+        "--no-build", action="store_true", help="run --image as it is, without building it"
+    )
     return p
 
 
@@ -103,8 +142,14 @@ def main(argv: Sequence[str]) -> int:
                 f"--{name.replace('_', '-')} is an option of {' and '.join(targets)}, not of "
                 f"{args.target}; leave it out."
             )
-    job = parse_train_command(argv[split + 1 :], args.name)
+    if args.no_build and args.target != "local":
+        raise ConfigError(f"--no-build is an option of local, not of {args.target}; leave it out.")
     extras = images.check_extras([e.strip() for e in args.extras.split(",") if e.strip()])
+    if args.target == "local":
+        return _local(args, argv[split + 1 :], extras)
+    job = parse_train_command(argv[split + 1 :], args.name)
+    if args.target in ("k8s", "vertex"):
+        _warn_pod_disk(args.target, job.args)
     out = Path(args.out or f"launch-{args.target}")
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file; name a folder to write into.")
@@ -138,6 +183,42 @@ def main(argv: Sequence[str]) -> int:
     for command in submit(files) if args.submit else []:
         _run(command)
     return 0
+
+
+def _local(args: argparse.Namespace, train: list[str], extras: list[str]) -> int:
+    if args.submit:
+        raise ConfigError("`shoal launch local` runs the command at once; leave out --submit.")
+    if args.nodes is not None and args.nodes < 1:
+        raise ConfigError(f"--nodes must be >= 1, got {args.nodes}.")
+    out = Path(args.out) if args.out else None
+    if out is not None:
+        _check_writable(out)
+    options = local.LocalOptions(
+        engine=args.engine,
+        image=args.image or local.DEFAULT_IMAGE,
+        base=args.base,
+        torch=args.torch,
+        ca_bundle=args.ca_bundle,
+        build=not args.no_build,
+        extras=tuple(extras),
+    )
+    return local.launch(options, train, out, nodes=args.nodes or 1)
+
+
+def _warn_pod_disk(target: str, train_args: Sequence[str]) -> None:
+    """One line when the run directory would be written on a pod's or a Vertex replica's own
+    disk, which goes with it: the checkpoints and the summary would be lost."""
+    runs = local.flag_value(train_args, "--runs-dir")
+    if (runs and "://" in runs) or (runs is None and "--config" in train_args):
+        return  # a bucket; or a config file that may name one
+    where = "the pod's" if target == "k8s" else "the Vertex replica's"
+    warnings.warn(
+        f"the run directory (--runs-dir {runs or 'runs'}) would be written on {where} own "
+        "disk and lost with it; pass --runs-dir s3://BUCKET/runs or gs://BUCKET/runs"
+        f"{' (or a path on a mounted volume)' if target == 'k8s' else ''}.",
+        ShoalWarning,
+        stacklevel=2,
+    )
 
 
 def _check_writable(out: Path) -> None:
