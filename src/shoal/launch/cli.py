@@ -148,8 +148,6 @@ def main(argv: Sequence[str]) -> int:
     if args.target == "local":
         return _local(args, argv[split + 1 :], extras)
     job = parse_train_command(argv[split + 1 :], args.name)
-    if args.target in ("k8s", "vertex"):
-        _warn_pod_disk(args.target, job.args)
     out = Path(args.out or f"launch-{args.target}")
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file; name a folder to write into.")
@@ -180,6 +178,8 @@ def main(argv: Sequence[str]) -> int:
         ) from None
     for path in files:
         print(f"wrote {path}")
+    if args.target in ("k8s", "vertex"):  # after the checks: a refused job is one paragraph
+        _warn_pod_disk(args.target, job.args)
     for command in submit(files) if args.submit else []:
         _run(command)
     return 0
