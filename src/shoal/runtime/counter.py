@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shoal.runtime.config import RunConfig
+from shoal.runtime.frozen_time import frozen_seconds
 
 # What a run that took no step in training's share of --max-time leaves its final evaluations
 # and its exit (`Counter.stop_reason`).
@@ -23,7 +24,8 @@ STARVED_EVAL_S = 3.0
 
 @dataclass
 class Counter:
-    """Progress of a run. Wall time continues across resumes via `elapsed_before`."""
+    """Progress of a run. Wall time continues across resumes via `elapsed_before`, and leaves
+    out the time the process was stopped (`frozen_time`)."""
 
     config: RunConfig
     env_steps: int = 0
@@ -39,6 +41,7 @@ class Counter:
     # (SIGTERM, a scheduler's preemption).
     interruption: str = "interrupted"
     started: float = field(default_factory=time.time)
+    frozen_at_start: float = field(default_factory=frozen_seconds)
     stopped_by: str | None = None  # a stop asked for by a callback ("callback")
     # The env's named episode figures (`VectorStep.episode_metrics`), each a recent window.
     recent_metrics: dict[str, deque[float]] = field(default_factory=dict)
@@ -50,7 +53,8 @@ class Counter:
 
     @property
     def elapsed(self) -> float:
-        return self.elapsed_before + time.time() - self.started
+        frozen = frozen_seconds() - self.frozen_at_start
+        return self.elapsed_before + time.time() - self.started - frozen
 
     @property
     def mean_return(self) -> float | None:
