@@ -112,7 +112,8 @@ def _fake_tool(tmp_path, name: str, exit_code: int = 0) -> str:
         ("k8s", [], "kubectl", ["apply -f {out}/ray-auth-secret.yaml -f {out}/rayjob.yaml"]),
         (
             "vertex",
-            ["--region", "europe-west4"],
+            # A cloud's machines pull the image: one in a registry (tests/launch/test_push.py).
+            ["--region", "europe-west4", "--image", "gcr.io/proj/shoal:1"],
             "gcloud",
             [
                 "ai custom-jobs create --region=europe-west4 --display-name=shoal-ppo "
@@ -121,7 +122,7 @@ def _fake_tool(tmp_path, name: str, exit_code: int = 0) -> str:
         ),
         (
             "aws",
-            [],
+            ["--image", "gcr.io/proj/shoal:1"],
             "ray",
             [
                 "up -y {out}/cluster.yaml",

@@ -59,6 +59,11 @@ def _launch_options(tmp: Path, build: bool) -> list[str]:
     options = ["launch", "local", "--engine", "podman", "--image", IMAGE]
     if not build:
         return [*options, "--no-build"]
+    return [*options, *build_flags(tmp)]
+
+
+def build_flags(tmp: Path) -> list[str]:
+    """--base (the local debootstrap image), --torch (the host pip's wheel) and --ca-bundle."""
     base = subprocess.run(
         ["bash", str(ROOT / "scripts" / "container_base.sh")],
         capture_output=True,
@@ -69,10 +74,10 @@ def _launch_options(tmp: Path, build: bool) -> list[str]:
     pip = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:"]
     subprocess.run([*pip, "-d", str(wheels), images.TORCH], check=True)
     (wheel,) = wheels.glob("torch-*.whl")
-    options += ["--base", base, "--torch", str(wheel)]
+    flags = ["--base", base, "--torch", str(wheel)]
     if CA_BUNDLE.is_file():  # pip behind this machine's TLS proxy
-        options += ["--ca-bundle", str(CA_BUNDLE)]
-    return options
+        flags += ["--ca-bundle", str(CA_BUNDLE)]
+    return flags
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from shoal.errors import ConfigError, ShoalError, ShoalWarning
-from shoal.launch import auth, aws, cloud, gcp, images, k8s, local, slurm, vertex
+from shoal.launch import auth, aws, cloud, gcp, images, k8s, local, push, slurm, vertex
 from shoal.launch.job import TrainJob, parse_train_command
 from shoal.launch.render import role_values
 
@@ -32,15 +32,19 @@ _ONLY = {
     "head_memory_gb": ("k8s",),
     "node_memory_gb": ("k8s",),
     "image": ("k8s", "gcp", "aws", "vertex", "local"),
-    "engine": ("local",),
-    "base": ("local",),
-    "torch": ("local",),
-    "ca_bundle": ("local",),
+    "engine": ("local", "k8s", "gcp", "aws", "vertex"),
+    "base": ("local", "k8s", "gcp", "aws", "vertex"),
+    "torch": ("local", "k8s", "gcp", "aws", "vertex"),
+    "ca_bundle": ("local", "k8s", "gcp", "aws", "vertex"),
+    "push": ("k8s", "gcp", "aws", "vertex"),
     "node_cpus": ("k8s", "gcp", "aws", "vertex"),
     "machine": ("gcp", "aws", "vertex"),
     "region": ("gcp", "aws", "vertex"),
     "project": ("gcp", "vertex"),
 }
+
+# How the image is built (`local`, and the others' --push), not options of the job's files.
+_BUILD = ("engine", "base", "torch", "ca_bundle", "push")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -92,6 +96,14 @@ def parser() -> argparse.ArgumentParser:
         help="container image built from the Dockerfile (default shoal:latest; local: the tag "
         f"it builds and runs, default {local.DEFAULT_IMAGE})",
     )
+    c.add_argument(
+        "--push",
+        metavar="REGISTRY",
+        help="build the image here (docker, else podman) and push it to REGISTRY as "
+        "REGISTRY/NAME:TAG (NAME:TAG from --image), which the job files then name; e.g. "
+        "us-docker.pkg.dev/PROJECT/REPO. --submit to gcp, aws or vertex needs it, or an --image "
+        "already pushed",
+    )
     c.add_argument("--node-cpus", type=int, help="CPUs of each worker node (default 8)")
     c.add_argument(
         "--machine",
@@ -101,7 +113,7 @@ def parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--region")
     c.add_argument("--project", help="gcp, vertex: Google Cloud project id")
-    lo = p.add_argument_group("local")
+    lo = p.add_argument_group("local, and the image --push builds")
     lo.add_argument("--engine", choices=local.ENGINES, help="default: docker, else podman")
     lo.add_argument(
         "--base",
@@ -144,6 +156,16 @@ def main(argv: Sequence[str]) -> int:
             )
     if args.no_build and args.target != "local":
         raise ConfigError(f"--no-build is an option of local, not of {args.target}; leave it out.")
+    building = [
+        f"--{name.replace('_', '-')}"
+        for name in ("engine", "base", "torch", "ca_bundle")
+        if getattr(args, name) is not None
+    ]
+    if building and args.target != "local" and args.push is None:
+        raise ConfigError(
+            f"{' and '.join(building)} set how the image is built, which {args.target} does "
+            "only with --push REGISTRY; add --push, or leave them out."
+        )
     extras = images.check_extras([e.strip() for e in args.extras.split(",") if e.strip()])
     if args.target == "local":
         return _local(args, argv[split + 1 :], extras)
@@ -152,6 +174,10 @@ def main(argv: Sequence[str]) -> int:
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file; name a folder to write into.")
     _check_writable(out)
+    if args.push is not None:  # the job files name the pushed image
+        args.image = push.pushed_name(args.push, args.image or "shoal:latest")
+    if args.submit:
+        push.check_submit(args.target, args.image or "shoal:latest", args.push)
     write, submit = _target(args, job, out)
     commands = submit(None) if args.submit else []
     for command in commands[:1]:
@@ -161,11 +187,13 @@ def main(argv: Sequence[str]) -> int:
                 f"Install it, or leave out --submit and run the written files where "
                 f"{command[0]} is."
             )
+    cuda = job.roles["learner"].gpus > 0 or bool(args.gpus_per_node)
+    if args.push is not None:  # before the files: they are written for an image that exists
+        push.build_and_push(_build_options(args, extras), cuda)
     made = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
         files = write(out)
-        cuda = job.roles["learner"].gpus > 0 or bool(args.gpus_per_node)
         files += images.write(out, extras, cuda_apptainer=cuda)
     except OSError as err:  # what the up-front check cannot see (a full disk, /proc)
         removed = made and out.exists()
@@ -193,7 +221,12 @@ def _local(args: argparse.Namespace, train: list[str], extras: list[str]) -> int
     out = Path(args.out) if args.out else None
     if out is not None:
         _check_writable(out)
-    options = local.LocalOptions(
+    options = _build_options(args, extras)
+    return local.launch(options, train, out, nodes=args.nodes or 1)
+
+
+def _build_options(args: argparse.Namespace, extras: list[str]) -> local.LocalOptions:
+    return local.LocalOptions(
         engine=args.engine,
         image=args.image or local.DEFAULT_IMAGE,
         base=args.base,
@@ -202,7 +235,6 @@ def _local(args: argparse.Namespace, train: list[str], extras: list[str]) -> int
         build=not args.no_build,
         extras=tuple(extras),
     )
-    return local.launch(options, train, out, nodes=args.nodes or 1)
 
 
 def _warn_pod_disk(target: str, train_args: Sequence[str]) -> None:
@@ -260,7 +292,7 @@ def _target(args: argparse.Namespace, job: TrainJob, out: Path):  # type: ignore
             **{
                 k: getattr(args, k)
                 for k in _ONLY
-                if "k8s" in _ONLY[k] and getattr(args, k) is not None
+                if "k8s" in _ONLY[k] and k not in _BUILD and getattr(args, k) is not None
             }
         )
         k8s.manifest(job, options_k8s)

@@ -193,7 +193,7 @@ def launch(
     if nodes > 1:
         return launch_cluster(options, train, nodes, out)
     container = container_for(train)
-    engine = _engine(options)
+    engine = check_engine(options)
     if options.build:
         build(engine, options, out)
     if "://" not in container.runs_dir:
@@ -202,7 +202,7 @@ def launch(
     return run(run_command(engine, options.image, name, container), engine, name)
 
 
-def _engine(options: LocalOptions) -> str:
+def check_engine(options: LocalOptions) -> str:
     """The engine to use, with the options checked against it."""
     if options.ca_bundle and not Path(options.ca_bundle).is_file():
         raise ConfigError(f"--ca-bundle {options.ca_bundle}: no such file.")
@@ -254,7 +254,7 @@ def launch_cluster(
     must be on a node), its output streamed and its signals forwarded as with one container.
     Where each role ran (the run's ray_actors.json) is printed by container name."""
     container, sizes = cluster_args(train, nodes)
-    engine = _engine(options)
+    engine = check_engine(options)
     if options.build:
         build(engine, options, out)
     if "://" not in container.runs_dir:
@@ -425,10 +425,10 @@ def _quiet(command: list[str], env: dict[str, str]) -> None:
         )
 
 
-def build(engine: str, options: LocalOptions, out: Path | None = None) -> None:
+def build(engine: str, options: LocalOptions, out: Path | None = None, cuda: bool = False) -> None:
     """Build options.image from shoal's source tree: the context holds only pyproject.toml,
-    README.md, src/ and the Dockerfile (and a torch wheel, when TORCH names one), so no virtual
-    environment or run directory is sent to the engine."""
+    README.md, src/ and the Dockerfile (the CUDA one with `cuda`; and a torch wheel, when
+    TORCH names one), so no virtual environment or run directory is sent to the engine."""
     root = project_root()
     with tempfile.TemporaryDirectory(prefix="shoal-build-") as tmp:
         context = out if out is not None else Path(tmp)
@@ -440,7 +440,7 @@ def build(engine: str, options: LocalOptions, out: Path | None = None) -> None:
             root / "src", context / "src", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
         )
         (context / "Dockerfile").write_text(
-            images.dockerfile(list(options.extras), cuda=False), encoding="utf-8"
+            images.dockerfile(list(options.extras), cuda=cuda), encoding="utf-8"
         )
         torch_arg = options.torch
         if torch_arg and Path(torch_arg).is_file():  # a wheel: into the context, by its name
