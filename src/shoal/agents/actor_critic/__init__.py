@@ -12,6 +12,7 @@
   each env's sequence started from) and PPO's minibatches of whole sequences.
 - `loss`: the n-step advantage actor-critic loss (Mnih et al. 2016) of A2C's learner and A3C's
   actors.
+- `learner`: `OneStepLearner`, one Adam step of an agent's loss per batch (A2C's, REINFORCE's).
 - `data`: the on-policy unroll queue of PPO and A2C.
 """
 
@@ -24,6 +25,7 @@ from shoal.agents.actor_critic.config import (
     unroll_length_param,
 )
 from shoal.agents.actor_critic.data import on_policy_data_path
+from shoal.agents.actor_critic.learner import LossFn, OneStepLearner
 from shoal.agents.actor_critic.loss import LossSettings, actor_critic_loss
 from shoal.agents.actor_critic.networks import (
     ActorCritic,
@@ -41,10 +43,12 @@ __all__ = [
     "CoreState",
     "GAEConfig",
     "LSTMConfig",
+    "LossFn",
     "LossSettings",
     "LossWeightsConfig",
     "NetworkSettings",
     "ObservationNormConfig",
+    "OneStepLearner",
     "PPOPolicy",
     "Unrolled",
     "actor_critic_loss",
