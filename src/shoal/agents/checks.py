@@ -48,6 +48,11 @@ def check_network_settings(config: Any) -> None:
             f"reward_clip must be > 0 or None, got {config.reward_clip}; set "
             "--agent.reward-clip 1.0 to clip to [-1, 1] or none to keep rewards."
         )
+    check_mlp_settings(config)
+
+
+def check_mlp_settings(config: Any) -> None:
+    """`hidden_sizes` are positive widths and `torso` names a known torso."""
     if not config.hidden_sizes or min(config.hidden_sizes) <= 0:
         raise ValueError(
             f"hidden_sizes must be positive widths, got {config.hidden_sizes}; "

@@ -1,34 +1,13 @@
-"""A2C's learner: one gradient step of the actor-critic loss per batch of unrolls."""
+"""A2C's learner: one gradient step of the family's n-step actor-critic loss per batch of
+unrolls (`OneStepLearner`)."""
 
 from __future__ import annotations
 
 from shoal.agents.a2c.config import A2CConfig
-from shoal.agents.actor_critic import ActorCritic, actor_critic_loss
-from shoal.agents.base import NetworkLearner, Unroll, Update
-from shoal.agents.common import LearningRateSchedule
+from shoal.agents.actor_critic import ActorCritic, OneStepLearner, actor_critic_loss
 from shoal.envs.spec import EnvSpec
-from shoal.optim import Adam
 
 
-class A2CLearner(NetworkLearner):
+class A2CLearner(OneStepLearner):
     def __init__(self, spec: EnvSpec, config: A2CConfig, net: ActorCritic) -> None:
-        self.config, self.net = config, net
-        self.optimizer = Adam(net.parameters(), lr=config.learning_rate)
-        self.version = 0
-
-    def update(self, batch: Unroll, progress: float) -> Update:
-        config = self.config
-        schedule = LearningRateSchedule(base=config.learning_rate, anneal=config.anneal_lr)
-        self.optimizer.lr = schedule.value(progress)
-        loss, metrics, obs = actor_critic_loss(self.net, batch, config)
-        self.optimizer.zero_grad()
-        loss.backward()
-        if config.max_grad_norm > 0:
-            metrics["grad_norm"] = float(self.optimizer.clip_grad_norm(config.max_grad_norm))
-        self.optimizer.step()
-        if self.net.obs_norm is not None:
-            # After the step, so it saw the normalisation the actors acted with.
-            self.net.obs_norm.update(obs)
-        self.version += 1
-        metrics["learning_rate"] = self.optimizer.lr
-        return Update(metrics)
+        super().__init__(spec, config, net, actor_critic_loss)

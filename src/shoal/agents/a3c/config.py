@@ -4,56 +4,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shoal.agents.checks import require_finite_nonnegative, require_positive, require_unit_interval
+from shoal.agents.actor_critic.config import LossWeightsConfig, LSTMConfig
+from shoal.agents.checks import require_finite_nonnegative
 from shoal.config import keeps_old_names, param
-from shoal.nets.mlp import Activation
-from shoal.nets.torso import check_torso_setting
 
 
 @keeps_old_names
 @dataclass(frozen=True, kw_only=True)
-class A3CConfig:
-    learning_rate: float = param(7e-4, "Adam step size (the paper's shared RMSProp is not used).")
-    anneal_lr: bool = param(False, "Decay the learning rate linearly to 0 over the budget.")
-    unroll_length: int = param(
-        5, "t_max: steps per env an actor acts before sending a gradient.", was=("rollout_length",)
-    )
-    gamma: float = param(0.99, "Discount factor.")
-    value_coef: float = param(0.5, "Weight of the value loss.")
-    entropy_coef: float = param(0.01, "Weight of the entropy bonus.")
-    max_grad_norm: float = param(0.5, "Clip each gradient's global norm to this (0 disables).")
-    normalize_advantages: bool = param(False, "Standardise the advantages of each unroll.")
+class A3CConfig(LSTMConfig, LossWeightsConfig):
+    """The family's settings at their defaults, which are A3C's (`ActorCriticConfig`), and the
+    staleness bound of the actors' gradients. An actor's gradient cannot carry statistics the
+    learner would merge, so A3C normalises neither observations nor rewards."""
+
     max_staleness: int = param(
         8, "Drop a gradient computed more than this many learner versions ago."
     )
-    hidden_sizes: tuple[int, ...] = param((64, 64), "Hidden layer widths of policy and value MLPs.")
-    activation: Activation = param("tanh", "Hidden activation.")
-    torso: str = param(
-        "auto", "auto, mlp, nature_cnn, impala_resnet, minatar_cnn, or package.module:function."
-    )
-    shared_torso: bool | None = param(
-        None, "Share one torso between policy and value (default: yes for images, no for vectors)."
-    )
-    init_log_std: float = param(0.0, "Initial log standard deviation of Gaussian actions.")
-    use_lstm: bool = param(
-        False, "Put an LSTM core between each torso and its head (recurrent policy and value)."
-    )
-    lstm_size: int = param(256, "Hidden units of the LSTM core(s) when use_lstm is set.")
-
-    # PPO's actor-critic network reads these. An actor's gradient cannot carry statistics the
-    # learner would merge, so A3C normalises neither observations nor rewards.
-    normalize_obs = False
-    normalize_reward = False
 
     def __post_init__(self) -> None:
-        require_positive(self, ("learning_rate", "unroll_length", "lstm_size"))
-        require_unit_interval(self, ("gamma",))
-        require_finite_nonnegative(
-            self, ("value_coef", "entropy_coef", "max_grad_norm", "max_staleness")
-        )
-        if not self.hidden_sizes or min(self.hidden_sizes) <= 0:
-            raise ValueError(
-                f"hidden_sizes must be positive widths, got {self.hidden_sizes}; "
-                "set e.g. --agent.hidden-sizes 64,64."
-            )
-        check_torso_setting(self.torso)
+        super().__post_init__()
+        require_finite_nonnegative(self, ("max_staleness",))

@@ -18,7 +18,8 @@ How a whole-episode return is formed from unrolls of a fixed length, which may c
   none ends inside an unroll (the update then changes nothing).
 
 The network (`ActorCritic`: categorical or Gaussian policy, value head), the policy
-(`PPOPolicy`) and the data path are the family's; only the loss and learner are REINFORCE's.
+(`PPOPolicy`), the data path and the one-step learner (`OneStepLearner`) are the family's;
+only the loss is REINFORCE's.
 """
 
 from shoal.agents.actor_critic import PPOPolicy, make_networks, on_policy_data_path

@@ -4,20 +4,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shoal.agents.actor_critic.config import (
+    GAEConfig,
+    LossWeightsConfig,
+    LSTMConfig,
+    ObservationNormConfig,
+    unroll_length_param,
+)
+from shoal.agents.checks import require_positive
 from shoal.config import keeps_old_names, param
 from shoal.data import Layout
-from shoal.nets.mlp import Activation
-from shoal.nets.torso import check_torso_setting
 
 
 @keeps_old_names
 @dataclass(frozen=True, kw_only=True)
-class PPOConfig:
+class PPOConfig(LSTMConfig, LossWeightsConfig, GAEConfig, ObservationNormConfig):
+    """The family's settings (`ActorCriticConfig`) with PPO's defaults where they differ, the
+    clipped surrogate's epochs and minibatches, and reward scaling and clipping."""
+
     learning_rate: float = param(3e-4, "Adam step size at the start of training.")
     anneal_lr: bool = param(True, "Decay the learning rate linearly to 0 over the budget.")
-    unroll_length: int = param(
-        128, "Steps per environment between updates (T).", was=("rollout_length",)
-    )
+    unroll_length: int = unroll_length_param(128, "Steps per environment between updates (T).")
+    normalize_advantages: bool = param(True, "Normalise advantages per minibatch.")
+    entropy_coef: float = param(0.0, "Weight of the entropy bonus.")
     num_epochs: int = param(4, "Passes over each rollout.")
     minibatch_size: int | None = param(
         256,
@@ -27,56 +36,20 @@ class PPOConfig:
     num_minibatches: int = param(
         1, "Minibatches per epoch when minibatch_size is None, whatever the number of envs."
     )
-    gamma: float = param(0.99, "Discount factor.")
-    gae_lambda: float = param(0.95, "GAE lambda: 0 is TD(0), 1 is Monte-Carlo.")
     clip_eps: float = param(0.2, "Clip range of the probability ratio.")
     anneal_clip: bool = param(False, "Decay the clip range linearly to 0 over the budget.")
     clip_value: bool = param(False, "Clip value updates to ± clip_eps around the rollout's values.")
-    value_coef: float = param(0.5, "Weight of the value loss.")
-    entropy_coef: float = param(0.0, "Weight of the entropy bonus.")
-    max_grad_norm: float = param(0.5, "Clip the global gradient norm to this (0 disables).")
-    normalize_advantages: bool = param(True, "Normalise advantages per minibatch.")
-    normalize_obs: bool = param(False, "Normalise observations by running statistics.")
     normalize_reward: bool = param(False, "Scale rewards by the running std of discounted returns.")
-    hidden_sizes: tuple[int, ...] = param((64, 64), "Hidden layer widths of policy and value MLPs.")
-    activation: Activation = param("tanh", "Hidden activation.")
-    torso: str = param(
-        "auto", "auto, mlp, nature_cnn, impala_resnet, minatar_cnn, or package.module:function."
-    )
-    shared_torso: bool | None = param(
-        None, "Share one torso between policy and value (default: yes for images, no for vectors)."
-    )
-    init_log_std: float = param(0.0, "Initial log standard deviation of Gaussian actions.")
-    use_lstm: bool = param(
-        False, "Put an LSTM core between each torso and its head (recurrent policy and value)."
-    )
-    lstm_size: int = param(256, "Hidden units of the LSTM core(s) when use_lstm is set.")
     target_kl: float | None = param(None, "Stop the epochs of an update early past this KL.")
     reward_clip: float | None = param(
         None, "Clip rewards to [-x, x] for learning (1.0 for Atari); None keeps them."
     )
 
     def __post_init__(self) -> None:
-        positive = (
-            "learning_rate",
-            "unroll_length",
-            "num_epochs",
-            "num_minibatches",
-            "clip_eps",
-            "lstm_size",
-        )
-        for name in (*positive, "minibatch_size"):
-            if getattr(self, name) is not None and getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}.")
-        for name in ("gamma", "gae_lambda"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}.")
-        for name in ("value_coef", "entropy_coef", "max_grad_norm"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}.")
-        if not self.hidden_sizes or min(self.hidden_sizes) <= 0:
-            raise ValueError(f"hidden_sizes must be positive widths, got {self.hidden_sizes}.")
-        check_torso_setting(self.torso)
+        super().__post_init__()
+        require_positive(self, ("num_epochs", "num_minibatches", "clip_eps"))
+        if self.minibatch_size is not None and self.minibatch_size <= 0:
+            raise ValueError(f"minibatch_size must be > 0, got {self.minibatch_size}.")
         if self.reward_clip is not None and not self.reward_clip > 0:
             raise ValueError(f"reward_clip must be > 0 or None, got {self.reward_clip}.")
         if self.target_kl is not None and self.target_kl <= 0:
