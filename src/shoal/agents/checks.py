@@ -59,16 +59,3 @@ def check_mlp_settings(config: Any) -> None:
             "set e.g. --agent.hidden-sizes 64,64."
         )
     check_torso_setting(config.torso)
-
-
-def check_replay_sizes(config: Any) -> None:
-    """`min_replay_size` and `batch_size` fit `replay_capacity` (the replay agents' configs)."""
-    if not 0 <= config.min_replay_size <= config.replay_capacity:
-        raise ValueError(
-            f"min_replay_size must be in [0, replay_capacity={config.replay_capacity}], got "
-            f"{config.min_replay_size}; set --agent.min-replay-size lower."
-        )
-    if config.batch_size > config.replay_capacity:
-        raise ValueError(
-            f"batch_size {config.batch_size} exceeds replay_capacity {config.replay_capacity}."
-        )

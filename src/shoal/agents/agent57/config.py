@@ -13,47 +13,26 @@ from typing import Literal
 from shoal.agents.agent57.mixtures import MixtureTable, mixture_table
 from shoal.agents.checks import (
     check_network_settings,
-    check_replay_sizes,
     require_finite_nonnegative,
     require_positive,
     require_unit_interval,
 )
+from shoal.agents.value.config import SequenceReplayConfig
 from shoal.agents.value.exploration import apex_epsilon
 from shoal.config import param
 from shoal.nets.mlp import Activation
 
 
 @dataclass(frozen=True, kw_only=True)
-class Agent57Config:
-    """Agent57's settings: R2D2's sequence learning plus NGU's novelty, mixtures and bandits."""
+class Agent57Config(SequenceReplayConfig):
+    """Agent57's settings: the value family's replay and sequence sections (see
+    `shoal.agents.value.config`; Retrace instead of n-step targets) plus NGU's novelty, mixtures
+    and bandits."""
 
-    # Learning (R2D2's parts, Retrace instead of n-step targets).
-    learning_rate: float = param(1e-3, "Adam step size of the Q-networks (paper: 1e-4).")
-    anneal_lr: bool = param(False, "Decay the learning rates linearly to 0 over the budget.")
-    adam_eps: float = param(1e-5, "Adam epsilon (paper: 1e-4).")
+    # Learning (R2D2's parts).
     retrace_lambda: float = param(0.95, "Retrace trace-cutting lambda (paper: 0.95).")
-    sequence_length: int = param(
-        20, "Steps per replayed sequence, burn-in included (paper: 80 burn-in + 80 trained)."
-    )
-    sequence_period: int = param(10, "Steps between the starts of an env's sequences.")
-    burn_in: int = param(5, "Leading steps of each sequence that only warm the LSTM states.")
-    batch_size: int = param(32, "Sequences per gradient step (paper: 64).")
-    unroll_length: int = param(10, "Steps per env an actor collects before sending sequences.")
-    replay_capacity: int = param(5_000, "Replay size in sequences (FIFO eviction).")
-    min_replay_size: int = param(100, "Sequences in replay before learning starts.")
-    samples_per_insert: float = param(4.0, "Sequences sampled per sequence inserted.")
-    target_update_period: int = param(
-        100, "Gradient steps between copies of the online Q-networks to the targets (1500)."
-    )
-    max_grad_norm: float = param(40.0, "Clip each optimiser's gradient norm (0 disables).")
     lstm_size: int = param(64, "Units of each Q-network's LSTM (paper: 512).")
     dueling_hidden: int = param(64, "Hidden units of each dueling stream (paper: 512).")
-    prioritized: bool = param(True, "Prioritised replay; False samples uniformly.")
-    priority_alpha: float = param(0.9, "Priority exponent alpha (paper: 0.9).")
-    priority_beta: float = param(0.6, "Importance-weight exponent beta (paper: 0.6).")
-    priority_beta_end: float = param(0.6, "beta at the end of the budget (annealed linearly).")
-    priority_eps: float = param(1e-6, "Added to priorities so every sequence can be drawn.")
-    eta: float = param(0.9, "Sequence priority eta max|delta| + (1 - eta) mean|delta|.")
     rescale_eps: float = param(1e-3, "eps of the value rescaling h (paper: 1e-3).")
     torso: str = param(
         "auto", "auto, mlp, nature_cnn, impala_resnet, minatar_cnn, or package.module:function."
@@ -106,18 +85,15 @@ class Agent57Config:
     max_lifelong_multiplier: float = param(5.0, "L, the RND multiplier's cap (paper: 5).")
 
     def __post_init__(self) -> None:
-        positive = ("learning_rate", "adam_eps", "sequence_length", "sequence_period")
-        positive += ("batch_size", "unroll_length", "replay_capacity", "samples_per_insert")
-        positive += ("target_update_period", "lstm_size", "dueling_hidden", "rescale_eps")
-        positive += ("bandit_window", "eval_bandit_window", "embedding_size", "rnd_size")
+        super().__post_init__()
+        positive: tuple[str, ...] = ("lstm_size", "dueling_hidden", "rescale_eps", "bandit_window")
+        positive += ("eval_bandit_window", "embedding_size", "rnd_size")
         positive += ("embedding_learning_rate", "rnd_learning_rate", "episodic_capacity")
         positive += ("num_neighbours", "kernel_epsilon", "pseudo_count", "max_similarity")
         require_positive(self, positive)
-        unit = ("retrace_lambda", "priority_beta", "priority_beta_end", "eta", "apex_epsilon")
-        unit += ("eval_epsilon", "bandit_epsilon", "eval_bandit_epsilon")
-        require_unit_interval(self, unit)
-        finite = ("priority_alpha", "apex_alpha", "max_grad_norm", "priority_eps", "burn_in")
-        finite += ("beta_max", "bandit_bonus", "cluster_distance")
+        unit = ("retrace_lambda", "apex_epsilon", "eval_epsilon", "bandit_epsilon")
+        require_unit_interval(self, (*unit, "eval_bandit_epsilon"))
+        finite = ("apex_alpha", "beta_max", "bandit_bonus", "cluster_distance")
         require_finite_nonnegative(self, finite)
         if self.max_lifelong_multiplier < 1:
             raise ValueError(
@@ -134,17 +110,6 @@ class Agent57Config:
                 "Discounts must satisfy 0 <= gamma_min <= gamma_mid <= gamma_max < 1, got "
                 f"{self.gamma_min}, {self.gamma_mid}, {self.gamma_max}; set --agent.gamma-*."
             )
-        if self.burn_in >= self.sequence_length:
-            raise ValueError(
-                f"burn_in {self.burn_in} must be < sequence_length {self.sequence_length}; "
-                "raise --agent.sequence-length or lower --agent.burn-in."
-            )
-        if self.sequence_period > self.sequence_length:
-            raise ValueError(
-                f"sequence_period {self.sequence_period} exceeds sequence_length "
-                f"{self.sequence_length}; set --agent.sequence-period <= the length."
-            )
-        check_replay_sizes(self)
         check_network_settings(self)
 
     def mixtures(self) -> MixtureTable:

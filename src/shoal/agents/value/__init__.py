@@ -8,12 +8,20 @@
 - `exploration`: Ape-X's per-actor or per-env epsilons.
 - `transitions` and `replay`: the n-step transition data path, and the rate-limited table that
   the sequence paths of R2D2 and Agent57 use too.
-- `config`, `networks`, `policy`: the transition agents' (DQN's, Ape-X's, Rainbow's) config,
-  Q-network (optionally categorical and noisy) and epsilon-greedy policy; `recurrent`: the
-  LSTM Q-network of R2D2 and Agent57.
+- `config`: the config sections every value agent's config inherits (`ReplayConfig`,
+  `SequenceReplayConfig` for R2D2 and Agent57, `NStepTargetConfig` for DQN and R2D2), and the
+  transition agents' (DQN's, Ape-X's, Rainbow's) `DQNConfig`.
+- `networks`, `policy`: the transition agents' Q-network (optionally categorical and noisy) and
+  epsilon-greedy policy; `recurrent`: the LSTM Q-network of R2D2 and Agent57.
 """
 
-from shoal.agents.value.config import MUTABLE_SETTINGS, DQNConfig
+from shoal.agents.value.config import (
+    MUTABLE_SETTINGS,
+    DQNConfig,
+    NStepTargetConfig,
+    ReplayConfig,
+    SequenceReplayConfig,
+)
 from shoal.agents.value.exploration import apex_epsilon, exploration_rates
 from shoal.agents.value.learner import QLearner, QLearnerSettings, QLoss
 from shoal.agents.value.loss import (
@@ -36,13 +44,16 @@ __all__ = [
     "DQNConfig",
     "DQNPolicy",
     "LossResult",
+    "NStepTargetConfig",
     "QLearner",
     "QLearnerSettings",
     "QLoss",
     "QNet",
     "R2D2Net",
     "RecurrentQSettings",
+    "ReplayConfig",
     "ReplayTableSettings",
+    "SequenceReplayConfig",
     "apex_epsilon",
     "categorical_dqn_loss",
     "dqn_loss",

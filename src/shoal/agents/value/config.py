@@ -1,8 +1,16 @@
-"""The transition value agents' hyperparameters (DQN, Ape-X, Rainbow): Mnih et al. 2015 with
-double Q (van Hasselt et al. 2016), dueling heads (Wang et al. 2016), n-step returns and
-prioritised replay (Schaul et al. 2016), as in Ape-X (Horgan et al. 2018), and optionally a
-categorical return distribution (C51, Bellemare et al. 2017) and noisy layers (Fortunato et al.
-2018): all six together are Rainbow (Hessel et al. 2018)."""
+"""The value family's config sections, and the transition agents' config (DQN, Ape-X, Rainbow).
+
+`ReplayConfig` is what every value agent sets alike: the optimiser's step, the target period and
+the replay with its priorities, declared and checked once. `SequenceReplayConfig` adds the
+replayed sequences and re-declares the replay's defaults for them (R2D2's and Agent57's);
+`NStepTargetConfig` stands beside either, the n-step bootstrapped targets (DQN's and R2D2's;
+Agent57 learns by Retrace). An agent's config inherits the sections it has and re-declares a
+field only where its default differs; every section checks its own fields.
+
+`DQNConfig`: Mnih et al. 2015 with double Q (van Hasselt et al. 2016), dueling heads (Wang et
+al. 2016), n-step returns and prioritised replay (Schaul et al. 2016), as in Ape-X (Horgan et
+al. 2018), and optionally a categorical return distribution (C51, Bellemare et al. 2017) and
+noisy layers (Fortunato et al. 2018): all six together are Rainbow (Hessel et al. 2018)."""
 
 from __future__ import annotations
 
@@ -14,7 +22,6 @@ import numpy as np
 
 from shoal.agents.checks import (
     check_network_settings,
-    check_replay_sizes,
     require_finite_nonnegative,
     require_positive,
     require_unit_interval,
@@ -25,14 +32,24 @@ from shoal.nets.mlp import Activation
 
 
 @dataclass(frozen=True, kw_only=True)
-class DQNConfig:
-    """DQN's settings. Steps are agent steps; the replay ratio is counted in transitions."""
+class ConfigSection:
+    """The root of the sections: each section's `__post_init__` checks its own fields and calls
+    `super().__post_init__()`, so a config of several sections runs every section's checks once
+    (in the reverse of its method resolution order)."""
+
+    def __post_init__(self) -> None:
+        """Nothing left to check."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplayConfig(ConfigSection):
+    """The section every value agent shares: its optimiser step, target period, replay and
+    priorities. Defaults are DQN's, counted in transitions; `SequenceReplayConfig` re-declares
+    R2D2's and Agent57's, counted in sequences. Steps are agent steps."""
 
     learning_rate: float = param(1e-4, "Adam step size (at the start, when annealed).")
     anneal_lr: bool = param(False, "Decay the learning rate linearly to 0 over the budget.")
     adam_eps: float = param(1.5e-4, "Adam epsilon (Rainbow's 1.5e-4).")
-    gamma: float = param(0.99, "Discount factor.")
-    n_step: int = param(3, "Rewards summed into one transition before bootstrapping.")
     batch_size: int = param(32, "Transitions per gradient step.")
     unroll_length: int = param(8, "Steps per env an actor collects before sending transitions.")
     replay_capacity: int = param(100_000, "Replay size in transitions (FIFO eviction).")
@@ -47,9 +64,116 @@ class DQNConfig:
     target_update_period: int = param(
         1_000, "Gradient steps between copies of the online weights to the target network."
     )
+    max_grad_norm: float = param(10.0, "Clip the global gradient norm to this (0 disables).")
+    prioritized: bool = param(True, "Prioritised replay; False samples uniformly.")
+    priority_alpha: float = param(0.6, "Priority exponent alpha (0: uniform).")
+    priority_beta: float = param(0.4, "Importance-weight exponent beta at the start.")
+    priority_beta_end: float = param(1.0, "beta at the end of the budget (annealed linearly).")
+    priority_eps: float = param(1e-6, "Added to every priority so every item can be drawn.")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        positive: tuple[str, ...] = ("learning_rate", "adam_eps", "batch_size", "unroll_length")
+        positive += ("replay_capacity", "samples_per_insert", "target_update_period")
+        require_positive(self, positive)
+        require_unit_interval(self, ("priority_beta", "priority_beta_end"))
+        require_finite_nonnegative(self, ("priority_alpha", "max_grad_norm", "priority_eps"))
+        if not 0 <= self.min_replay_size <= self.replay_capacity:
+            raise ValueError(
+                f"min_replay_size must be in [0, replay_capacity={self.replay_capacity}], got "
+                f"{self.min_replay_size}; set --agent.min-replay-size lower."
+            )
+        if self.batch_size > self.replay_capacity:
+            raise ValueError(
+                f"batch_size {self.batch_size} exceeds replay_capacity {self.replay_capacity}."
+            )
+
+
+@dataclass(frozen=True, kw_only=True)
+class NStepTargetConfig(ConfigSection):
+    """n-step bootstrapped targets from a target network (DQN's, R2D2's; Agent57 learns by
+    Retrace): a section beside `ReplayConfig` or `SequenceReplayConfig`, listed first among a
+    config's bases (`class DQNConfig(NStepTargetConfig, ReplayConfig)`). It derives from neither,
+    so it cannot bring `ReplayConfig`'s defaults back over `SequenceReplayConfig`'s."""
+
+    gamma: float = param(0.99, "Discount factor.")
+    n_step: int = param(3, "Rewards summed before bootstrapping (n of the n-step return).")
     target_tau: float = param(
         1.0, "1: copy every target_update_period steps; < 1: Polyak averaging every step."
     )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require_positive(self, ("n_step",))
+        require_unit_interval(self, ("gamma", "target_tau"))
+        if self.target_tau == 0:
+            raise ValueError("target_tau must be > 0 (1 copies, < 1 averages); got 0.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SequenceReplayConfig(ReplayConfig):
+    """`ReplayConfig` over sequences of an LSTM's steps with stored state (R2D2's, Agent57's):
+    replay sizes and the replay ratio count sequences. Defaults are small settings for toy
+    memory tasks and CartPole; each agent's preset holds its paper's."""
+
+    learning_rate: float = param(
+        1e-3, "Adam step size of the Q-networks (both papers: 1e-4), at the start if annealed."
+    )
+    adam_eps: float = param(1e-5, "Adam epsilon (papers: R2D2 1e-3, Agent57 1e-4).")
+    sequence_length: int = param(
+        20, "Steps per replayed sequence, burn-in included (Atari presets: 40 + 80 trained)."
+    )
+    sequence_period: int = param(
+        10, "Steps between the starts of an env's sequences; overlap = length - period."
+    )
+    burn_in: int = param(
+        5, "Leading steps of each sequence that only warm the LSTM state, without gradients."
+    )
+    batch_size: int = param(32, "Sequences per gradient step (both papers: 64).")
+    unroll_length: int = param(10, "Steps per env an actor collects before sending sequences.")
+    replay_capacity: int = param(5_000, "Replay size in sequences (FIFO eviction).")
+    min_replay_size: int = param(100, "Sequences in replay before learning starts.")
+    samples_per_insert: float = param(
+        4.0, "Sequences sampled per sequence inserted (the replay ratio)."
+    )
+    target_update_period: int = param(
+        100,
+        "Gradient steps between copies of the online weights to the targets (papers: "
+        "R2D2 2500, Agent57 1500).",
+    )
+    max_grad_norm: float = param(
+        40.0, "Clip each optimiser's global gradient norm to this (0 disables)."
+    )
+    priority_alpha: float = param(0.9, "Priority exponent alpha (paper: 0.9).")
+    priority_beta: float = param(0.6, "Importance-weight exponent beta at the start (paper: 0.6).")
+    priority_beta_end: float = param(0.6, "beta at the end of the budget (annealed linearly).")
+    eta: float = param(
+        0.9, "Sequence priority eta max|delta| + (1 - eta) mean|delta| (paper: 0.9)."
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require_positive(self, ("sequence_length", "sequence_period"))
+        require_unit_interval(self, ("eta",))
+        require_finite_nonnegative(self, ("burn_in",))
+        if self.burn_in >= self.sequence_length:
+            raise ValueError(
+                f"burn_in {self.burn_in} must be < sequence_length {self.sequence_length}; "
+                "raise --agent.sequence-length or lower --agent.burn-in."
+            )
+        if self.sequence_period > self.sequence_length:
+            raise ValueError(
+                f"sequence_period {self.sequence_period} exceeds sequence_length "
+                f"{self.sequence_length}: steps between sequences would never be replayed; set "
+                "--agent.sequence-period <= --agent.sequence-length."
+            )
+
+
+@dataclass(frozen=True, kw_only=True)
+class DQNConfig(NStepTargetConfig, ReplayConfig):
+    """DQN's settings: the family's replay and n-step sections with their defaults (DQN's), the
+    Q-network's parts and the exploration. The replay ratio is counted in transitions."""
+
     double_q: bool = param(True, "Choose the bootstrap action with the online network.")
     dueling: bool = param(True, "Dueling value and advantage streams.")
     dueling_hidden: int = param(256, "Hidden units of each dueling stream.")
@@ -72,12 +196,6 @@ class DQNConfig:
         "2018); they explore on top of epsilon: set the epsilons to 0 to explore by noise alone.",
     )
     noisy_sigma: float = param(0.5, "sigma_0 of the noisy layers' initial noise scale (noisy).")
-    max_grad_norm: float = param(10.0, "Clip the global gradient norm to this (0 disables).")
-    prioritized: bool = param(True, "Prioritised replay; False samples uniformly.")
-    priority_alpha: float = param(0.6, "Priority exponent alpha (0: uniform).")
-    priority_beta: float = param(0.4, "Importance-weight exponent beta at the start.")
-    priority_beta_end: float = param(1.0, "beta at the end of the budget (annealed linearly).")
-    priority_eps: float = param(1e-6, "Added to |TD error| so every transition can be drawn.")
     exploration: Literal["linear", "apex"] = param(
         "linear",
         "linear: epsilon decays from epsilon_start to epsilon_end; apex: actor i of N acts with "
@@ -101,23 +219,15 @@ class DQNConfig:
     )
 
     def __post_init__(self) -> None:
-        positive = ("learning_rate", "adam_eps", "n_step", "batch_size", "unroll_length")
-        positive += ("replay_capacity", "samples_per_insert", "target_update_period")
-        positive += ("dueling_hidden", "epsilon_decay_steps")
-        require_positive(self, positive)
-        unit = ("gamma", "target_tau", "priority_beta", "priority_beta_end", "epsilon_start")
-        unit += ("epsilon_end", "apex_epsilon", "eval_epsilon")
+        super().__post_init__()
+        require_positive(self, ("dueling_hidden", "epsilon_decay_steps"))
+        unit = ("epsilon_start", "epsilon_end", "apex_epsilon", "eval_epsilon")
         require_unit_interval(self, unit)
-        if self.target_tau == 0:
-            raise ValueError("target_tau must be > 0 (1 copies, < 1 averages); got 0.")
-        require_finite_nonnegative(
-            self, ("priority_alpha", "apex_alpha", "max_grad_norm", "priority_eps")
-        )
+        require_finite_nonnegative(self, ("apex_alpha",))
         if not self.huber_delta > 0:
             raise ValueError(
                 f"huber_delta must be > 0 (inf for squared loss), got {self.huber_delta}."
             )
-        check_replay_sizes(self)
         check_network_settings(self)
         self._check_distribution_and_noise()
 
@@ -175,4 +285,12 @@ MUTABLE_SETTINGS = frozenset(
     }
 )
 
-__all__ = ["MUTABLE_SETTINGS", "DQNConfig", "apex_epsilon"]
+__all__ = [
+    "MUTABLE_SETTINGS",
+    "ConfigSection",
+    "DQNConfig",
+    "NStepTargetConfig",
+    "ReplayConfig",
+    "SequenceReplayConfig",
+    "apex_epsilon",
+]

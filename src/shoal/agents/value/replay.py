@@ -1,34 +1,24 @@
 """What the value agents' replays share: frames stored once, and the rate-limited table.
 
 The transition path (`shoal.agents.value.transitions`) and the sequence paths (R2D2's, Agent57's)
-put their replay behind the same `ReplayTable`; the settings it reads are `ReplayTableSettings`.
+put their replay behind the same `ReplayTable`; the settings it reads are the family's replay
+section, `ReplayConfig` (also importable as `ReplayTableSettings`, its name before the section).
 """
 
 from __future__ import annotations
 
-from typing import Protocol
-
 import numpy as np
 
+from shoal.agents.value.config import ReplayConfig
 from shoal.data import ReplayTable
 from shoal.envs.spec import EnvSpec
 
 __all__ = ["ReplayTableSettings", "replay_table", "stored_frame_stack"]
 
 
-class ReplayTableSettings(Protocol):
-    """The replay section of a value agent's config that the table reads."""
-
-    @property
-    def batch_size(self) -> int: ...
-    @property
-    def samples_per_insert(self) -> float: ...
-    @property
-    def min_replay_size(self) -> int: ...
-    @property
-    def priority_beta(self) -> float: ...
-    @property
-    def priority_beta_end(self) -> float: ...
+# The replay section of a value agent's config, which the table reads (was a Protocol of its
+# five fields before every value agent's config inherited the section).
+ReplayTableSettings = ReplayConfig
 
 
 def stored_frame_stack(spec: EnvSpec) -> int:
@@ -39,9 +29,7 @@ def stored_frame_stack(spec: EnvSpec) -> int:
     return shape[0] if stacked else 1
 
 
-def replay_table(
-    replay: object, config: ReplayTableSettings, shards: int, seed: int
-) -> ReplayTable:
+def replay_table(replay: object, config: ReplayConfig, shards: int, seed: int) -> ReplayTable:
     """A replay behind the rate limiter; each of `shards` tables needs 1 / shards of the items
     before learning starts."""
     return ReplayTable(
