@@ -130,3 +130,16 @@ def test_bc_clones_a_trained_ppo_on_cartpole_to_a_greedy_500(tmp_path, minari_ro
     )
     assert clone.evaluation.mean_return == 500.0  # greedy, 10 episodes
     assert shoal.evaluate(clone.run_dir, episodes=10, seed=123).mean_return == 500.0
+
+
+@pytest.mark.distributed
+@pytest.mark.timeout(900)
+def test_bc_runs_on_ray_with_two_actors(ray_cluster, tmp_path, quiet_run):
+    folder = random_dataset(tmp_path, "CartPole-v1", episodes=3)
+    run = {**quiet_run, "runtime": "ray", "actors": 2, "num_envs": 2, "eval_episodes": 1}
+    agent = {"dataset": str(folder), "unroll_length": 16, "hidden_sizes": (32, 32)}
+    result = shoal.train("bc", "CartPole-v1", seed=0, total_steps=1_024, agent=agent, run=run)
+    assert result.env_steps >= 1_024
+    # 0.5 update per step played, less the unrolls in flight when the run stopped.
+    assert 400 <= result.summary["updates"] <= 512
+    assert shoal.load(result.run_dir).act(np.zeros(4, np.float32)) in (0, 1)
