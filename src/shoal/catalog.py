@@ -80,6 +80,10 @@ AGENTS: dict[str, tuple[str, str]] = {
         "shoal.agents.a3c",
         "A3C: actors send gradients of their own unrolls, applied as they arrive (bounded lag)",
     ),
+    "bc": (
+        "shoal.agents.bc",
+        "Behavioural cloning: a policy fit to a Minari dataset's actions (--dataset), offline",
+    ),
 }
 
 

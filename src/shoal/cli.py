@@ -1,4 +1,4 @@
-"""The `shoal` command line: train, tune, launch, eval, play, plot, report, list, envs.
+"""The `shoal` command line: train, tune, launch, eval, play, record, plot, report, list, envs.
 
 Run settings are flags (`--total-steps 50000`); agent settings are `--agent.FIELD VALUE`. A user
 mistake prints one paragraph and exits with code 2, with no traceback and no run directory.
@@ -13,12 +13,19 @@ import sys
 import time
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from shoal import catalog
 from shoal.commandline import build_parser, is_number, split_section_overrides
 from shoal.config import PEER_NAMES, describe, old_names, suggestions
-from shoal.errors import RenamedSettingWarning, ShoalError, ShoalWarning, user_error
+from shoal.errors import (
+    ConfigError,
+    RenamedSettingWarning,
+    ShoalError,
+    ShoalWarning,
+    user_error,
+)
 
 # --max-time bounds the whole command. `shoal` and `python -m shoal` count from the process's
 # start (`process_started`: Python's start and the imports included); a first command called
@@ -72,6 +79,8 @@ def _train(args: argparse.Namespace, overrides: dict[str, dict[str, str]]) -> in
     run = {
         k[len("run.") :]: v for k, v in vars(args).items() if k.startswith("run.") and v is not None
     }
+    if args.dataset is not None:
+        _dataset_flag(args, overrides["agent"])
     if args.profile:
         from shoal.runtime.profile import load_profile, merge_profile
 
@@ -135,6 +144,31 @@ def _train(args: argparse.Namespace, overrides: dict[str, dict[str, str]]) -> in
         )
         return EXIT_TERMINATED if cut.stopped_by == "terminated" else EXIT_INTERRUPTED
     return 0
+
+
+def _dataset_flag(args: argparse.Namespace, agent: dict[str, str]) -> None:
+    """`--dataset X` is `--agent.dataset X` for agents that learn from one; a folder that
+    exists is recorded by its absolute path, so `--resume` finds it from anywhere."""
+    fields = _agent_fields(args.algo)
+    if args.algo is not None and fields is not None and "dataset" not in fields:
+        learners = [name for name in catalog.AGENTS if "dataset" in (_agent_fields(name) or ())]
+        raise ConfigError(
+            f"--dataset names demonstrations to learn from, and {args.algo} learns from its "
+            f"own experience only. Agents that learn from a dataset: {', '.join(learners)}."
+        )
+    if "dataset" in agent and agent["dataset"] != args.dataset:
+        raise ConfigError(
+            f"--dataset {args.dataset} and --agent.dataset {agent['dataset']} disagree; "
+            "pass one of them."
+        )
+    path = Path(args.dataset).expanduser()
+    agent["dataset"] = str(path.absolute()) if path.is_dir() else args.dataset
+
+
+def _record(args: argparse.Namespace) -> None:
+    from shoal import record
+
+    record.main(args)
 
 
 def _eval(args: argparse.Namespace) -> None:
@@ -313,6 +347,7 @@ def _main(argv: Sequence[str] | None) -> int:
                 "list": _list,
                 "play": _play,
                 "plot": _plot,
+                "record": _record,
                 "report": _report,
             }
             command[args.command](args)

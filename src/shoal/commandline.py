@@ -63,6 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
         "place of the --learner-*/--actor-*/--replay-*/--inference* flags, e.g. "
         "examples/profiles/cluster.yaml",
     )
+    train.add_argument(
+        "--dataset",
+        metavar="ID_OR_FOLDER",
+        help="agents that learn from demonstrations (bc): the Minari dataset to learn from, "
+        "its id (in $MINARI_DATASETS_PATH or ~/.minari/datasets) or its folder, e.g. one "
+        "written by `shoal record`; the same as --agent.dataset",
+    )
     for name, type_name, default, doc in describe(RunConfig):
         train.add_argument(
             run_option(name),
@@ -122,6 +129,43 @@ def build_parser() -> argparse.ArgumentParser:
     )
     play.add_argument("--seed", type=int, default=None, help="seed of the first episode")
     play.add_argument("--trust-run", action="store_true", help=TRUST_HELP)
+
+    recording = sub.add_parser(
+        "record",
+        help="record a run's policy playing, as a Minari dataset (for bc and offline tools)",
+        description="Play --episodes whole episodes with the newest checkpoint of RUN_DIR (or "
+        "a checkpoint file, or a saved policy) and write them as the Minari dataset --out: "
+        "observations, the actions the env got, rewards, terminations, truncations and infos, "
+        "as played. Minari's minari.load_dataset(ID) reads it; `shoal train bc --dataset` "
+        "learns from it. Episode k is reset with seed --seed + k (default the run's seed + "
+        "10000, as shoal eval's).",
+    )
+    recording.add_argument("run_dir")
+    recording.add_argument("--episodes", type=int, required=True, help="episodes to play and write")
+    recording.add_argument(
+        "--out",
+        required=True,
+        metavar="ID",
+        help="the dataset's Minari id, (namespace/)name-vN, e.g. cartpole/ppo-v0; never "
+        "overwritten",
+    )
+    recording.add_argument(
+        "--datasets-dir",
+        metavar="DIR",
+        help="folder to write the dataset in (default Minari's: $MINARI_DATASETS_PATH, else "
+        "~/.minari/datasets)",
+    )
+    record_modes = recording.add_mutually_exclusive_group()
+    record_modes.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="take the most likely action (the default, as shoal eval's)",
+    )
+    record_modes.add_argument(
+        "--stochastic", action="store_true", help="sample actions from the policy instead"
+    )
+    recording.add_argument("--seed", type=int, default=None, help="seed of the first episode")
+    recording.add_argument("--trust-run", action="store_true", help=TRUST_HELP)
 
     plot = sub.add_parser(
         "plot",

@@ -48,13 +48,27 @@ def _small_overrides(config_cls: type) -> dict:
     return {key: value for key, value in SMALL.items() if key in fields}
 
 
+def _inputs_for(algo: str, config_cls: type, tmp_path) -> dict:
+    """What an agent needs beyond settings: agents that learn from a dataset of demonstrations
+    (a `dataset` field: bc) get a small one of random episodes on the env, made here."""
+    if "dataset" not in config_cls.__dataclass_fields__:
+        return {}
+    pytest.importorskip("minari")
+    from dataset_helpers import random_dataset
+
+    return {"dataset": str(random_dataset(tmp_path / "datasets", _env_for(algo)))}
+
+
 @pytest.mark.parametrize("algo", sorted(catalog.AGENTS))
 def test_agent_keeps_the_contract(algo, tmp_path):
     agent = catalog.get_agent(algo)
     resolved = experiment.resolve(
         algo,
         _env_for(algo),
-        agent_overrides=_small_overrides(agent.config_cls),
+        agent_overrides={
+            **_small_overrides(agent.config_cls),
+            **_inputs_for(algo, agent.config_cls, tmp_path),
+        },
         run_overrides={"num_envs": 4, "runs_dir": str(tmp_path), "actors": 2},
     )
     config, spec = resolved.agent_config, experiment.spec_of(resolved)
@@ -78,9 +92,10 @@ def test_agent_keeps_the_contract(algo, tmp_path):
     for _ in range(400):
         if table.can_sample():
             break
-        items = adder.add(collector.collect())
-        if items is not None:
-            table.insert(items, 0, block=False)
+        unroll = collector.collect()
+        # As the runtime's actors do: inserted with its step count even when the adder made
+        # no items (an offline agent's table counts the steps its actors play).
+        table.insert(adder.add(unroll), 0, block=False, steps=unroll.length * unroll.batch_size)
     env.close()
     assert table.can_sample(), f"{algo}: 400 unrolls did not fill its table"
     batch = table.sample(0.0, 1.0)
