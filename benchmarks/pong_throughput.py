@@ -1,5 +1,5 @@
-"""IMPALA on Atari Pong (Nature CNN, CPU): env frames/s inline and on Ray with 1 and 2 actors,
-and Sample Factory's APPO and RLlib's APPO on the same machine in the same run when they are
+"""IMPALA and APPO on Atari Pong (Nature CNN, CPU): env frames/s inline and on Ray with 1 and 2
+actors, and Sample Factory's APPO and RLlib's APPO on the same machine in the same run when they are
 installed.
 
 Frames are emulator frames (4 per agent step). Each configuration trains for `--seconds`; the
@@ -14,6 +14,7 @@ of 8 envs: the actors and envs of shoal's "ray, 2 actors" row); its figure is th
 sampled over the second half of the run, x4.
 
     python benchmarks/pong_throughput.py [--seconds 120] [--configs inline,ray-1,ray-2]
+        [--algos impala,appo]
         [--sf-python PATH] [--skip-sf] [--rllib-python PATH] [--skip-rllib] [--compare-with REF]
 
 With --compare-with REF (a git commit), shoal at REF runs each configuration too, right after
@@ -43,14 +44,19 @@ FPS = re.compile(r"Fps is \(10 sec: ([\d.na]+), 60 sec: ([\d.na]+), 300 sec: ([\
 
 
 def shoal_fps(
-    runs_dir: Path, name: str, seconds: float, extra: list[str], env: dict | None = None
+    runs_dir: Path,
+    name: str,
+    seconds: float,
+    extra: list[str],
+    env: dict | None = None,
+    algo: str = "impala",
 ) -> float:
     command = [
         sys.executable,
         "-m",
         "shoal",
         "train",
-        "impala",
+        algo,
         "--env",
         "ALE/Pong-v5",
         "--max-time",
@@ -154,6 +160,11 @@ def main() -> None:
         help="shoal's configurations: inline, ray-1 and ray-2 (actors on Ray)",
     )
     parser.add_argument("--skip-ray", action="store_true", help="inline only: --configs inline")
+    parser.add_argument(
+        "--algos",
+        default="impala,appo",
+        help="shoal's agents, each with its Atari preset (APPO's: IMPALA's sizes, one epoch)",
+    )
     parser.add_argument("--sf-python", help="a Python with sample-factory installed")
     parser.add_argument("--skip-sf", action="store_true")
     parser.add_argument("--rllib-python", help="a Python with ray[rllib] 2.60 installed")
@@ -177,27 +188,33 @@ def _run(args: argparse.Namespace, baseline: dict | None) -> None:
         for n in (1, 2)
         if f"ray-{n}" in wanted
     ]
+    algos = args.algos.split(",")
     print(
-        f"IMPALA, ALE/Pong-v5, Nature CNN on CPU, {args.seconds:g} s per configuration, "
-        f"frames = 4 x agent steps; load average at the start {os.getloadavg()[0]:.1f}"
+        f"{', '.join(a.upper() for a in algos)}, ALE/Pong-v5, Nature CNN on CPU, "
+        f"{args.seconds:g} s per configuration, frames = 4 x agent steps; load average at the "
+        f"start {os.getloadavg()[0]:.1f}"
     )
     results = {}
     try:
-        for name, extra in configs:
+        for algo, (config, extra) in [(a, c) for a in algos for c in configs]:
+            # IMPALA's rows keep their names; other agents' are prefixed with theirs.
+            name = config if algo == "impala" else f"{algo} {config}"
             run_name = re.sub(r"\W+", "_", name)
             for attempt in (1, 2):  # a local Ray whose raylet did not start is started again
                 try:
-                    results[name] = shoal_fps(runs_dir, f"{run_name}{attempt}", args.seconds, extra)
+                    results[name] = shoal_fps(
+                        runs_dir, f"{run_name}{attempt}", args.seconds, extra, algo=algo
+                    )
                     break
                 except subprocess.CalledProcessError as err:
                     last = (err.stderr or "").strip().splitlines()[-1:] or ["no output"]
-                    print(f"shoal {name:<14} failed (attempt {attempt}): {last[0]}", flush=True)
+                    print(f"shoal {name:<19} failed (attempt {attempt}): {last[0]}", flush=True)
             if name not in results:
                 continue
-            print(f"shoal {name:<14} {results[name]:8,.0f} frames/s", flush=True)
+            print(f"shoal {name:<19} {results[name]:8,.0f} frames/s", flush=True)
             if baseline is not None:
                 run_name = re.sub(r"\W+", "_", name) + "_baseline"
-                before = shoal_fps(runs_dir, run_name, args.seconds, extra, baseline)
+                before = shoal_fps(runs_dir, run_name, args.seconds, extra, baseline, algo)
                 print(
                     f"  at {args.compare_with:<10} {before:8,.0f} frames/s "
                     f"(this commit: {results[name] / before:.2f}x)",
@@ -239,9 +256,10 @@ def _peers(args: argparse.Namespace, results: dict[str, float], runs_dir: Path) 
                 if fps
                 else "RLlib reported too few iterations"
             )
-            pair = "ray, 2 actors"
-            if fps and pair in results:
-                print(f"shoal ({pair}) / RLlib = {results[pair] / fps:.2f}x (target: at least 3x)")
+            for pair in ("ray, 2 actors", "appo ray, 2 actors"):
+                if fps and pair in results:
+                    ratio = results[pair] / fps
+                    print(f"shoal ({pair}) / RLlib = {ratio:.2f}x (target: at least 3x)")
         else:
             print("RLlib not found (bash ../shared/peers/setup_rllib.sh peers/rllib)")
 

@@ -29,7 +29,7 @@ SOURCE = Path(shoal.__file__).parent
 # Packages under shoal/agents/ that agents build on. Every other package there must be an
 # algorithm with a catalog entry (test_every_agents_package_is_an_agent_or_a_library).
 LIBRARIES = frozenset(
-    {"base", "checks", "common", "evolution", "value", "actor_critic", "continuous"}
+    {"base", "checks", "common", "evolution", "value", "actor_critic", "continuous", "vtrace_ac"}
 )
 OPS_MAY_IMPORT = frozenset({"torch", "numpy"})
 MAY_IMPORT_CLI = frozenset({"shoal.__main__", "shoal.cli"})

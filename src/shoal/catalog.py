@@ -24,6 +24,10 @@ AGENTS: dict[str, tuple[str, str]] = {
         "shoal.agents.impala",
         "IMPALA with V-trace off-policy correction (discrete actions, feed-forward or LSTM)",
     ),
+    "appo": (
+        "shoal.agents.appo",
+        "APPO: asynchronous PPO, clipped surrogate on V-trace advantages (discrete actions)",
+    ),
     "dqn": (
         "shoal.agents.dqn",
         "DQN with double Q, dueling heads, n-step returns and prioritised replay (discrete)",

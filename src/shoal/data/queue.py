@@ -8,7 +8,9 @@ lays its unrolls side by side in actor order, so it does not depend on which act
 
 Off-policy (IMPALA, Espeholt et al. 2018): unrolls are taken as they come, and at most
 `capacity` wait; an actor that would exceed it waits. The capacity bounds how stale the data
-the learner sees can be (the policy lag), and V-trace corrects for the rest.
+the learner sees can be (the policy lag), and V-trace corrects for the rest. With `max_lag`
+(APPO's `max_policy_lag`, after Sample Factory's), an unroll acted more than `max_lag` learner
+versions ago is dropped when the learner would take it (counted in `unrolls_dropped`).
 """
 
 from __future__ import annotations
@@ -42,10 +44,17 @@ class NoSnapshot:
 class UnrollQueue(NoSnapshot):
     """`batch` unrolls per learner batch (side by side along B), on-policy or bounded."""
 
-    def __init__(self, batch: int, capacity: int, on_policy: bool) -> None:
+    def __init__(
+        self, batch: int, capacity: int, on_policy: bool, max_lag: int | None = None
+    ) -> None:
         if batch < 1 or capacity < 1:
             raise ValueError(f"need batch >= 1 and capacity >= 1, got {batch} and {capacity}.")
+        if max_lag is not None and (on_policy or max_lag < 0):
+            raise ValueError(f"max_lag bounds an off-policy queue and must be >= 0, got {max_lag}.")
         self.batch, self.on_policy = int(batch), bool(on_policy)
+        # Off-policy: unrolls acted more than max_lag learner versions ago are dropped when
+        # the learner would take them (Sample Factory's max_policy_lag); None keeps them all.
+        self.max_lag = max_lag
         # On-policy, a batch is all that ever waits: its actors wait to be learned from.
         self.capacity = self.batch if on_policy else max(int(capacity), self.batch)
         self._pending: list[Unroll] = []
@@ -82,7 +91,7 @@ class UnrollQueue(NoSnapshot):
     def sample(self, progress: float, timeout: float | None) -> Batch | None:
         with self._cond:
             ready = self._cond.wait_for(
-                lambda: self._closed or len(self._pending) >= self.batch, timeout
+                lambda: self._closed or self._drop_stale() >= self.batch, timeout
             )
             if not ready or self._closed:
                 return None
@@ -94,13 +103,25 @@ class UnrollQueue(NoSnapshot):
         unroll = concat_unrolls(taken)
         return Batch(unroll, unroll.behaviour_version, steps=steps)
 
+    def _drop_stale(self) -> int:
+        """Drop waiting unrolls older than `max_lag` versions (under the lock); how many wait."""
+        if self.max_lag is not None:
+            oldest = self._version - self.max_lag
+            fresh = [u for u in self._pending if u.behaviour_version >= oldest]
+            if len(fresh) < len(self._pending):
+                self._dropped += len(self._pending) - len(fresh)
+                self._pending = fresh
+                self._cond.notify_all()  # room for the actors waiting to insert
+        return len(self._pending)
+
     def after_update(self, batch: Batch, priorities: np.ndarray | None, version: int) -> None:
         with self._cond:
             self._version = max(self._version, int(version))
             self._cond.notify_all()
 
     def stats(self) -> dict[str, float]:
-        return {"unrolls_dropped": float(self._dropped)} if self.on_policy else {}
+        keeps_count = self.on_policy or self.max_lag is not None
+        return {"unrolls_dropped": float(self._dropped)} if keeps_count else {}
 
     @property
     def sample_weight(self) -> float:

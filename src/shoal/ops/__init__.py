@@ -39,6 +39,7 @@ from shoal.ops.policy_losses import (
     huber_loss,
     value_loss,
 )
+from shoal.ops.proximal import adaptive_kl_coefficient, target_clipped_log_ratio
 from shoal.ops.retrace import retrace, transformed_greedy_retrace
 from shoal.ops.returns import (
     complete_return_mask,
@@ -75,6 +76,7 @@ __all__ = [
     "NStepAdvantage",
     "SquashedSample",
     "VTraceReturns",
+    "adaptive_kl_coefficient",
     "approx_kl",
     "ars_direction",
     "backtracking_line_search",
@@ -115,6 +117,7 @@ __all__ = [
     "squashed_gaussian_log_prob",
     "squashed_gaussian_sample",
     "tanh_log_det_jacobian",
+    "target_clipped_log_ratio",
     "temperature_loss",
     "transformed_greedy_retrace",
     "transformed_n_step_double_q_targets",

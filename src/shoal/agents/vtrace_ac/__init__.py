@@ -1,0 +1,27 @@
+"""The V-trace family: what IMPALA and APPO share.
+
+- `networks`: `VTraceNet`, a torso picked from the observation space (or named), an optional
+  LSTM core, categorical policy and value heads, over time-major unrolls.
+- `policy`: `VTracePolicy`, the behaviour policy μ, recording its logits for V-trace.
+- `batch`: an unroll as tensors (`Batch`) and one pass of the network over it (`evaluate`), with
+  the final observation's value at each truncation.
+- `data`: the off-policy unroll queue with bounded staleness.
+"""
+
+from shoal.agents.vtrace_ac.batch import Batch, Evaluated, evaluate, masked_mean
+from shoal.agents.vtrace_ac.data import off_policy_data_path
+from shoal.agents.vtrace_ac.networks import NetworkSettings, VTraceNet, check_fits, make_networks
+from shoal.agents.vtrace_ac.policy import VTracePolicy
+
+__all__ = [
+    "Batch",
+    "Evaluated",
+    "NetworkSettings",
+    "VTraceNet",
+    "VTracePolicy",
+    "check_fits",
+    "evaluate",
+    "make_networks",
+    "masked_mean",
+    "off_policy_data_path",
+]
