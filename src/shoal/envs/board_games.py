@@ -101,7 +101,8 @@ class TicTacToe(BoardGame):
     def legal_actions(self) -> np.ndarray:
         if self.terminal_value() is not None:
             return np.zeros(9, bool)
-        return self.board.reshape(9) == 0
+        empty: np.ndarray = self.board.reshape(9) == 0
+        return empty
 
     def apply(self, action: int) -> TicTacToe:
         board = self.board.copy()
@@ -125,7 +126,8 @@ class ConnectFour(BoardGame):
     def legal_actions(self) -> np.ndarray:
         if self.terminal_value() is not None:
             return np.zeros(7, bool)
-        return self.board[0] == 0
+        open_columns: np.ndarray = self.board[0] == 0
+        return open_columns
 
     def apply(self, action: int) -> ConnectFour:
         board = self.board.copy()

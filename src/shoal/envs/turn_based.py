@@ -80,8 +80,8 @@ class TurnRows:
             terminated[i] = bool(self.env.terminations.get(agent, False))
             truncated[i] = bool(self.env.truncations.get(agent, False)) and not terminated[i]
         final_obs: dict[int, Any] = {}
-        for i in np.flatnonzero(truncated):
-            final_obs[int(i)] = self.env.observe(self.agents[i])
+        for i in np.flatnonzero(truncated).tolist():
+            final_obs[i] = self.env.observe(self.agents[i])
         self._over = bool((terminated | truncated).any()) or not self.env.agents
         if self._over:  # every player's episode ends with the game
             ended = terminated | truncated
@@ -108,7 +108,7 @@ class TurnRows:
         return rows
 
 
-def _zeros(space: gym.spaces.Space) -> Any:
+def _zeros(space: gym.spaces.Space[Any]) -> Any:
     if isinstance(space, gym.spaces.Dict):
         return {k: np.zeros(s.shape, s.dtype) for k, s in space.spaces.items()}
     return np.zeros(space.shape, space.dtype)

@@ -97,7 +97,8 @@ def puct_scores(
     parent = float(visit_count.sum())
     c = np.log((1.0 + parent + c_base) / c_base) + c_init
     q = np.where(visit_count > 0, value_sum / np.maximum(visit_count, 1), 0.0)
-    return q + c * prior * np.sqrt(max(parent, 1.0)) / (1.0 + visit_count)
+    scores: np.ndarray = q + c * prior * np.sqrt(max(parent, 1.0)) / (1.0 + visit_count)
+    return scores
 
 
 def visit_policy(visit_counts: np.ndarray, temperature: float) -> np.ndarray:
@@ -110,10 +111,12 @@ def visit_policy(visit_counts: np.ndarray, temperature: float) -> np.ndarray:
         raise ValueError("visit_policy needs at least one visit per row.")
     if temperature == 0:
         best = counts == counts.max(axis=-1, keepdims=True)
-        return best / best.sum(axis=-1, keepdims=True)
+        uniform: np.ndarray = best / best.sum(axis=-1, keepdims=True)
+        return uniform
     # counts / max first, so large counts raised to 1 / T do not overflow
     scaled = (counts / counts.max(axis=-1, keepdims=True)) ** (1.0 / temperature)
-    return scaled / scaled.sum(axis=-1, keepdims=True)
+    policy: np.ndarray = scaled / scaled.sum(axis=-1, keepdims=True)
+    return policy
 
 
 def dirichlet_noise(
