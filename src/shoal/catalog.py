@@ -80,6 +80,10 @@ AGENTS: dict[str, tuple[str, str]] = {
         "shoal.agents.a3c",
         "A3C: actors send gradients of their own unrolls, applied as they arrive (bounded lag)",
     ),
+    "alphazero": (
+        "shoal.agents.alphazero",
+        "AlphaZero: PUCT tree search and a policy-value net learned from self-play (board games)",
+    ),
 }
 
 
