@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import pathlib
 import tempfile
 import time
 
@@ -31,7 +32,9 @@ def _negamax(board: bytes) -> float:
     value = game.terminal_value()
     if value is not None:
         return value
-    return max(-_negamax(game.apply(a).board.tobytes()) for a in np.flatnonzero(game.legal_actions()))
+    return max(
+        -_negamax(game.apply(a).board.tobytes()) for a in np.flatnonzero(game.legal_actions())
+    )
 
 
 def perfect_move(obs: dict, rng: np.random.Generator) -> int:
@@ -97,21 +100,32 @@ def main() -> None:
     )
     trained = time.time() - start
     policy = shoal.load(result.run_dir)
-    rows = [json.loads(line) for line in open(f"{result.run_dir}/metrics.jsonl")]
+    metrics = pathlib.Path(result.run_dir) / "metrics.jsonl"
+    rows = [json.loads(line) for line in metrics.read_text().splitlines()]
     last = rows[-1] if rows else {}
     print(f"trained {trained:.0f} s (budget {args.minutes:g} min), seed {args.seed}")
     print(
-        f"agent steps {last.get('steps')}, positions in replay {last.get('replay_inserted')}, "
-        f"gradient steps {last.get('learner_version', last.get('version'))}"
+        f"agent steps {last.get('env_steps')}, player episodes {last.get('episodes')}, "
+        f"positions played {last.get('replay_inserted')}, gradient steps {last.get('updates')}"
     )
     t = time.time()
     versus_perfect = play(policy, perfect_move, args.games, args.seed)
-    print(f"vs minimax ({args.games} games as each side): {versus_perfect} "
-          f"({time.time() - t:.0f} s)")
+    print(
+        f"vs minimax ({args.games} games as each side): {versus_perfect} ({time.time() - t:.0f} s)"
+    )
     versus_random = play(policy, random_move, args.games, args.seed)
     print(f"vs random ({args.games} games as each side): {versus_random}")
-    print(json.dumps({"seed": args.seed, "minutes": args.minutes, "trained_s": trained,
-                      "vs_minimax": versus_perfect, "vs_random": versus_random}))
+    print(
+        json.dumps(
+            {
+                "seed": args.seed,
+                "minutes": args.minutes,
+                "trained_s": trained,
+                "vs_minimax": versus_perfect,
+                "vs_random": versus_random,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -93,6 +93,11 @@ def test_classic_ids_run_as_rows_with_rewards_to_each_player(env_id):
             r = step.reward.reshape(3, 2)[g]
             assert r[0] == -r[1] and abs(r[0]) in (0.0, 1.0)
             ended += 1
+        # zero-sum: each finished game's players' returns cancel, the loser's counted too
+        assert step.episode_metrics.get("team_return", []) == [0.0] * int(done[:, 0].sum())
+        players = [v for k, v in step.episode_metrics.items() if k.startswith("return_")]
+        if done.any():
+            assert len(players) == 2 and [-x for x in players[0]] == players[1]
         obs = step.obs
     env.close()
     assert ended > 10

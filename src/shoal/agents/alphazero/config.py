@@ -37,6 +37,7 @@ class AlphaZeroConfig:
     channels: int = param(32, "Channels of the residual tower's convolutions.")
     blocks: int = param(2, "Residual blocks (the paper: 20 for chess).")
     learning_rate: float = param(1e-3, "Adam step size.")
+    anneal_lr: bool = param(False, "Decay the learning rate linearly to 0 over the budget.")
     weight_decay: float = param(1e-4, "L2 weight regularisation c of the loss (the paper: 1e-4).")
     batch_size: int = param(128, "Positions per gradient step.")
     replay_capacity: int = param(20_000, "Positions kept in replay (the newest; FIFO).")

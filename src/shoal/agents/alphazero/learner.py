@@ -13,7 +13,7 @@ from shoal import ops
 from shoal.agents.alphazero.config import AlphaZeroConfig
 from shoal.agents.alphazero.networks import PolicyValueNet
 from shoal.agents.base import NetworkLearner, Update
-from shoal.agents.common import optimizer_step
+from shoal.agents.common import LearningRateSchedule, optimizer_step
 from shoal.envs.spec import EnvSpec
 from shoal.nets import module_device
 from shoal.optim import Adam
@@ -29,6 +29,9 @@ class AlphaZeroLearner(NetworkLearner):
         self.version = 0
 
     def update(self, batch: Mapping[str, np.ndarray], progress: float) -> Update:
+        if self.config.anneal_lr:
+            schedule = LearningRateSchedule(base=self.config.learning_rate, anneal=True)
+            self.optimizer.lr = schedule.value(progress)
         device = module_device(self.net)
 
         def tensor(key: str) -> torch.Tensor:
