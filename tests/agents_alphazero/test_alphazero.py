@@ -157,7 +157,14 @@ def test_one_update_moves_the_weights_toward_the_targets():
 
 
 def test_short_self_play_beats_random_play_more_often_and_load_predicts(tmp_path):
-    agent = {"num_simulations": 12, "channels": 16, "blocks": 1, "learning_starts": 128}
+    agent = {
+        "num_simulations": 12,
+        "eval_simulations": 12,
+        "samples_per_insert": 4.0,
+        "channels": 16,
+        "blocks": 1,
+        "learning_starts": 128,
+    }
     result = shoal.train(
         "alphazero",
         "tictactoe",
