@@ -88,6 +88,10 @@ AGENTS: dict[str, tuple[str, str]] = {
         "shoal.agents.bc",
         "Behavioural cloning: a policy fit to a Minari dataset's actions (--dataset), offline",
     ),
+    "alphazero": (
+        "shoal.agents.alphazero",
+        "AlphaZero: PUCT tree search and a policy-value net learned from self-play (board games)",
+    ),
 }
 
 

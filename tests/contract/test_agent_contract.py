@@ -35,11 +35,15 @@ SMALL = {
     "population_size": 4,
     "num_directions": 2,
     "top_directions": 2,
+    "num_simulations": 8,
 }
 
 
 def _env_for(algo: str) -> str:
     continuous_only = {"sac", "td3", "ddpg"}
+    board_games_only = {"alphazero"}  # searches with the game's rules: a two-player board game
+    if algo in board_games_only:
+        return "tictactoe"
     return "Pendulum-v1" if algo in continuous_only else "CartPole-v1"
 
 

@@ -63,7 +63,7 @@ def test_mpe_and_mpe2_name_the_same_env():
 def test_an_unknown_module_and_agents_of_different_spaces_are_clear_errors():
     with pytest.raises(EnvError, match=r"Unknown PettingZoo env .*butterfly\.pistonball_v6"):
         resolve_env("pettingzoo:no_such_family.no_env")
-    with pytest.raises(EnvError, match="no parallel_env"):
+    with pytest.raises(EnvError, match="neither a parallel_env"):
         resolve_env("pettingzoo:shoal.envs.toy")
     pytest.importorskip("mpe2")
     with pytest.raises(EnvError, match=r"different observation spaces.*pad_observations_v0"):

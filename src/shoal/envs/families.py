@@ -39,6 +39,8 @@ def describe_families() -> str:
         "  pettingzoo  pettingzoo:<module> (e.g. pettingzoo:mpe.simple_spread_v3, "
         "pettingzoo:butterfly.pistonball_v6): each agent a row of the batch; "
         f"pettingzoo {_state('pettingzoo', 'pettingzoo')}; mpe2 {_state('mpe2', 'pettingzoo')}",
+        "  classic     tictactoe, connect_four (PettingZoo's turn-based games, or any AEC "
+        "pettingzoo:<module>): each player a row, the player to move active",
         *_dm_control_lines(),
         f"  minigrid    MiniGrid-<...>, BabyAI-<...> ids (its image as one-hot planes, the text "
         f"mission dropped); {_state('minigrid', 'minigrid')}",

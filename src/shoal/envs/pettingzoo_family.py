@@ -72,10 +72,11 @@ def _import_env_module(env_id: str) -> ModuleType:
             errors.append(f"{path}: {err}")
             continue
         if not callable(getattr(module, "parallel_env", None)):
+            if callable(getattr(module, "env", None)):  # turn-based (AEC) only
+                return module
             raise EnvError(
-                f"{env_id}: module {path} has no parallel_env() function, so it is not a "
-                "PettingZoo env module (its AEC-only envs, e.g. the classic board games, have "
-                "no parallel API)."
+                f"{env_id}: module {path} has neither a parallel_env() nor an env() function, "
+                "so it is not a PettingZoo env module."
             )
         return module
     mpe_missing = name.startswith("mpe") and importlib.util.find_spec("mpe2") is None
@@ -110,11 +111,13 @@ def _known_names() -> list[str]:
     return names
 
 
-def _registered(name: str) -> str | None:
-    """`name`'s id in PettingZoo's registry of parallel envs, if it has one."""
+def _registered(name: str, api: str = "parallel") -> str | None:
+    """`name`'s id in PettingZoo's registry of `api` ("parallel" or "aec") envs, if any."""
     try:
-        from pettingzoo import parallel_registry
-    except ImportError:  # PettingZoo before 1.27, or not installed
+        import pettingzoo
+
+        parallel_registry = getattr(pettingzoo, f"{api}_registry")
+    except (ImportError, AttributeError):  # PettingZoo before 1.27, or not installed
         return None
     family, _, module = name.partition(".")
     base, _, version = module.rpartition("_v")
@@ -143,5 +146,14 @@ def pettingzoo_factory(env_id: str, agent_id: bool, image_layout: ImageLayout):
     registry_id = _registered(env_id[len(PETTINGZOO_PREFIX) :])
     if registry_id is not None:
         return functools.partial(make_registered_game, registry_id, env_id, agent_id, image_layout)
+    turn_based_id = _registered(env_id[len(PETTINGZOO_PREFIX) :], "aec")
+    if turn_based_id is not None:  # turn-based only (the classic board games): AEC rows
+        from shoal.envs.turn_based import make_registered_turn_game
+
+        return functools.partial(make_registered_turn_game, turn_based_id, env_id)
     module = _import_env_module(env_id)
+    if not callable(getattr(module, "parallel_env", None)):  # turn-based: the AEC env as rows
+        from shoal.envs.turn_based import turn_based_factory
+
+        return turn_based_factory(module.__name__, env_id)
     return functools.partial(make_game, module.__name__, env_id, agent_id, image_layout)

@@ -80,7 +80,8 @@ class PettingZooVectorEnv:
             self._returns[rows] += step.reward
             self._lengths[rows] += was_active
             team = self._game_returns[g]
-            for i in np.flatnonzero(was_active):
+            # A turn-based game's result also reaches the player not to move (shoal.envs.turn_based)
+            for i in np.flatnonzero(was_active | (step.reward != 0)):
                 agent = game.agents[i]
                 team[agent] = team.get(agent, 0.0) + float(step.reward[i])
             for i, last in step.final_obs.items():

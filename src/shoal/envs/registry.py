@@ -8,6 +8,8 @@ Ids:
 - `minatar:<game>` (`minatar:breakout`, ...);
 - `pettingzoo:<module>` (`pettingzoo:mpe.simple_spread_v3`), a PettingZoo parallel env whose
   agents are rows of the batch (`shoal.envs.pettingzoo_family`);
+- `tictactoe` and `connect_four`, PettingZoo's turn-based classic games, their players rows of
+  the batch (`shoal.envs.turn_based`);
 - `vizdoom:<scenario>` (`vizdoom:basic`, ..., or `vizdoom:PATH.cfg`), with Sample Factory's
   preprocessing (`shoal.envs.vizdoom`);
 - `package.module:function`, a function returning a `gymnasium.Env` or a `dm_env.Environment`
@@ -46,6 +48,7 @@ from shoal.envs.agent_rows import AgentRows
 from shoal.envs.config import EnvConfig
 from shoal.envs.observations import ConvertedObservations, ImageLayout, adapt_observations
 from shoal.envs.spec import EnvFactory, EnvSpec
+from shoal.envs.turn_based import TurnRows
 from shoal.errors import EnvError, ShoalWarning, close_matches
 
 MINATAR_PREFIX = "minatar:"
@@ -271,12 +274,14 @@ def _known_ids() -> list[str]:
     except ImportError:
         pass
     from shoal.envs.minatar_games import MINATAR_GAMES
+    from shoal.envs.turn_based import CLASSIC_GAMES
     from shoal.envs.vizdoom import SCENARIOS
 
     return (
         ids
         + [MINATAR_PREFIX + game for game in MINATAR_GAMES]
         + [VIZDOOM_PREFIX + name for name in SCENARIOS]
+        + list(CLASSIC_GAMES)
     )
 
 
@@ -312,7 +317,10 @@ def _resolve(env_id: str, config: EnvConfig) -> EnvSource:
         factory = functools.partial(_minatar_env, game, config.minatar_sticky_prob)
         return EnvSource(env_id, "minatar", "minatar", factory)
     from shoal.envs.pettingzoo_family import PETTINGZOO_PREFIX, pettingzoo_factory
+    from shoal.envs.turn_based import CLASSIC_GAMES, classic_factory
 
+    if env_id in CLASSIC_GAMES and env_id not in gym.envs.registry:
+        return EnvSource(env_id, "pettingzoo", "pettingzoo", classic_factory(env_id))
     if env_id.startswith(PETTINGZOO_PREFIX):
         factory = pettingzoo_factory(env_id, config.agent_id, config.image_layout)
         return EnvSource(env_id, "pettingzoo", "pettingzoo", factory)
@@ -451,7 +459,7 @@ def spec_of_source(source: EnvSource) -> EnvSpec:
     env = built(source)
     try:
         raw, agents = None, 0
-        if isinstance(env, AgentRows):  # a multi-agent env: the spaces are one agent's
+        if isinstance(env, AgentRows | TurnRows):  # multi-agent: the spaces are one agent's
             raw, agents = env.raw_observation_space, env.num_rows
         if isinstance(env, ConvertedObservations):
             raw = env.conversion.raw_space

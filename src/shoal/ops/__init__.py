@@ -1,5 +1,6 @@
 """Pure RL math: returns, advantages, policy losses, action distributions, critic targets,
-distributional (categorical) targets, exploration noise and trust-region steps.
+distributional (categorical) targets, exploration noise, trust-region steps and tree search
+(AlphaZero's PUCT).
 
 Stateless functions on time-major `[T, B]` tensors (or any shape where no time axis exists), in
 the style of rlax: one topic per module, shape checks on entry, a paper reference per op. This
@@ -47,6 +48,15 @@ from shoal.ops.returns import (
     lambda_returns,
     n_step_returns,
 )
+from shoal.ops.search import (
+    AlphaZeroLoss,
+    SearchResult,
+    dirichlet_noise,
+    policy_value_loss,
+    puct_scores,
+    run_searches,
+    visit_policy,
+)
 from shoal.ops.squashed_gaussian import (
     SquashedSample,
     squashed_gaussian_log_prob,
@@ -70,10 +80,12 @@ from shoal.ops.vtrace import VTraceReturns, vtrace, vtrace_policy_gradient_loss
 
 __all__ = [
     "ARSDirection",
+    "AlphaZeroLoss",
     "CategoricalLoss",
     "ConjugateGradient",
     "LineSearch",
     "NStepAdvantage",
+    "SearchResult",
     "SquashedSample",
     "VTraceReturns",
     "adaptive_kl_coefficient",
@@ -94,6 +106,7 @@ __all__ = [
     "combine_q_values",
     "complete_return_mask",
     "conjugate_gradient",
+    "dirichlet_noise",
     "discounted_returns",
     "es_gradient",
     "fisher_vector_product",
@@ -108,7 +121,10 @@ __all__ = [
     "n_step_returns",
     "normalize_advantages",
     "ornstein_uhlenbeck_step",
+    "policy_value_loss",
+    "puct_scores",
     "retrace",
+    "run_searches",
     "signed_hyperbolic",
     "signed_parabolic",
     "smoothed_target_action",
@@ -122,6 +138,7 @@ __all__ = [
     "transformed_greedy_retrace",
     "transformed_n_step_double_q_targets",
     "value_loss",
+    "visit_policy",
     "vtrace",
     "vtrace_policy_gradient_loss",
 ]
