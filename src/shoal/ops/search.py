@@ -89,7 +89,8 @@ def puct_scores(
         prior: `[A]` P(s, a).
         visit_count: `[A]` N(s, a); N(s) is their sum.
         value_sum: `[A]` W(s, a), from the point of view of the player to move in s.
-        c_init, c_base: the exploration rate's constants.
+        c_init: the exploration rate's constant term.
+        c_base: the visit count over which the exploration rate grows by log(2).
     Returns:
         `[A]` scores; Q is 0 for edges never visited.
     """
