@@ -8,7 +8,7 @@ alone (SB3's `common/`, Acme's `learning_lib`).
 """
 
 from shoal.agents.common.optim import optimizer_step
-from shoal.agents.common.schedules import LearningRateSchedule, LinearSchedule
+from shoal.agents.common.schedules import LearningRateSchedule, LinearSchedule, apex_spread
 from shoal.agents.common.state import DeclaredState, LearnerState
 from shoal.agents.common.targets import (
     HardUpdate,
@@ -26,6 +26,7 @@ __all__ = [
     "LinearSchedule",
     "SoftUpdate",
     "TargetUpdate",
+    "apex_spread",
     "incremental_update",
     "optimizer_step",
     "periodic_update",

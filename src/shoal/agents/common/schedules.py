@@ -11,9 +11,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from shoal.replay import LinearSchedule
 
-__all__ = ["LearningRateSchedule", "LinearSchedule"]
+__all__ = ["LearningRateSchedule", "LinearSchedule", "apex_spread"]
+
+
+def apex_spread(base: float, alpha: float, index: np.ndarray, count: int) -> np.ndarray:
+    """Ape-X's per-actor exploration, `base^(1 + alpha i / (N - 1))` for actor `i` of `N`
+    (Horgan et al. 2018, section 4: epsilon 0.4, alpha 7 for Ape-X DQN's epsilons): actor 0
+    explores with `base`, the last with `base^(1 + alpha)`, the others geometrically between;
+    one actor (N = 1) explores with `base`. `index [n]` -> `[n]` float64."""
+    index = np.asarray(index, np.float64)
+    spread = index / (count - 1) if count > 1 else np.zeros_like(index)
+    return np.power(float(base), 1.0 + alpha * spread)
 
 
 @dataclass(frozen=True, kw_only=True)

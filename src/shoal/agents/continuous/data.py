@@ -1,7 +1,10 @@
-"""The continuous-control family's data path (SAC's and TD3's): one-step transitions into a
-uniform replay behind a rate limiter.
+"""The continuous-control family's data path (SAC's, TD3's and DDPG's): n-step transitions
+(one-step unless a config sets `n_step`) into a uniform or prioritised replay behind a rate
+limiter.
 
-Each actor turns its unrolls into transitions (`NStepAdder` with n = 1); the replay table keeps
+Each actor turns its unrolls into transitions (`NStepAdder`); with `prioritized` (DDPG's Ape-X
+DPG) it gives them their initial priorities with its own networks, the agent's `priorities`
+function (Horgan et al. 2018). The replay table keeps
 the learner at `samples_per_insert` sampled transitions per inserted one (one gradient step of
 `batch_size` per agent step by default, SB3's `train_freq=1, gradient_steps=1`), and lets it
 start once `learning_starts` transitions are in. On ray the replay is sharded over
@@ -11,9 +14,9 @@ tensors for the learners.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import torch
@@ -38,6 +41,30 @@ class ReplaySettings(Protocol):
     def samples_per_insert(self) -> float: ...
 
 
+# (policy, config, items) -> initial priorities `|δ| + ε` [M] under the acting network.
+PriorityFunction = Callable[[Any, Any, Mapping[str, np.ndarray]], np.ndarray]
+
+
+class ReplayOptions(NamedTuple):
+    """The n-step and prioritised-replay settings, read from a config that has them (DDPG's);
+    SAC's and TD3's have none: one-step transitions, uniform replay."""
+
+    n_step: int = 1
+    prioritized: bool = False
+    priority_alpha: float = 0.6
+    priority_beta: float = 0.4
+    priority_beta_end: float = 1.0
+    priority_eps: float = 1e-6
+
+
+def replay_options(config: object) -> ReplayOptions:
+    """The config's n-step and priority settings, the defaults for those it lacks."""
+    found: dict[str, Any] = {
+        name: getattr(config, name, default) for name, default in ReplayOptions()._asdict().items()
+    }
+    return ReplayOptions(**found)
+
+
 def make_replay(spec: EnvSpec, config: ReplaySettings, shards: int = 1) -> TransitionReplay:
     """One of `shards` replays, holding `replay_capacity / shards` transitions. float64
     observations (MuJoCo's) are stored as float32, which the networks compute in anyway:
@@ -49,36 +76,56 @@ def make_replay(spec: EnvSpec, config: ReplaySettings, shards: int = 1) -> Trans
             "(gymnasium.wrappers.FlattenObservation)."
         )
     obs_dtype = np.float32 if spec.obs_dtype == np.float64 else spec.obs_dtype
+    options = replay_options(config)
     return TransitionReplay(
         max(2, -(-config.replay_capacity // shards)),
         spec.obs_shape,
         obs_dtype,
         action_shape=spec.action_shape,
         action_dtype=np.float32,
+        prioritized=options.prioritized,
+        alpha=options.priority_alpha,
+        eps=options.priority_eps,
     )
 
 
 def _table(spec: EnvSpec, config: ReplaySettings, shards: int, seed: int) -> ReplayTable:
+    options = replay_options(config)
     return ReplayTable(
         make_replay(spec, config, shards),
         batch_size=config.batch_size,
         samples_per_insert=config.samples_per_insert,
         min_size=-(-config.learning_starts // shards),
+        beta=options.priority_beta,
+        beta_end=options.priority_beta_end,
         seed=seed,
     )
 
 
-def _adder(config: ReplaySettings, policy: object, actor: int) -> NStepAdder:
-    return NStepAdder(1, config.gamma, actor)
+def _adder(
+    config: ReplaySettings, priorities: PriorityFunction | None, policy: object, actor: int
+) -> NStepAdder:
+    options = replay_options(config)
+    initial = None
+    if options.prioritized and priorities is not None:
+        initial = partial(priorities, policy, config)
+    return NStepAdder(options.n_step, config.gamma, actor, initial)
 
 
-def make_data_path(spec: EnvSpec, config: ReplaySettings, layout: Layout) -> DataPath:
+def make_data_path(
+    spec: EnvSpec,
+    config: ReplaySettings,
+    layout: Layout,
+    priorities: PriorityFunction | None = None,
+) -> DataPath:
+    """The family's data path; `priorities` gives prioritised transitions their initial
+    priorities on the actor (without it they enter at the largest priority so far)."""
     make_replay(spec, config)  # observations replay cannot store fail before anything runs
     # Sharded over --replay-shards on ray; inline, acting and learning in turn.
     return replay_data_path(
         config.unroll_length,
         partial(_table, spec, config),
-        partial(_adder, config),
+        partial(_adder, config, priorities),
         warmup_steps=config.learning_starts,
     )
 

@@ -2,7 +2,10 @@
 (Lillicrap et al. 2016, Algorithm 1).
 
 The replay and its ratio are the data path's (`shoal.agents.continuous.data`): one `update` is
-one gradient step of each network, whatever the replay ratio.
+one gradient step of each network, whatever the replay ratio. With prioritised replay (Ape-X
+DPG) the critic's loss is weighted by the sample's importance weights and the update returns
+the batch's new priorities `|δ| + ε`, and the published weights hold the critic too, with
+which the actors prioritise their own transitions.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import copy
 from collections.abc import Mapping
 
 import numpy as np
+import torch
 
 from shoal.agents.base import Update, Weights
 from shoal.agents.common import (
@@ -52,8 +56,14 @@ class DDPGLearner(DeclaredState):
             schedule = LearningRateSchedule(base=self.config.learning_rate, anneal=True)
             for optimizer in self.declared_optimizers():
                 optimizer.lr = schedule.value(progress)
-        data = transitions(batch, module_device(self.net))
-        loss, metrics = critic_loss(self.net, self.target_actor, self.target_critic, data)
+        config, device = self.config, module_device(self.net)
+        data = transitions(batch, device)
+        weights = None
+        if config.prioritized:
+            weights = torch.from_numpy(np.asarray(batch["weights"])).to(device)
+        loss, metrics, td_abs = critic_loss(
+            self.net, self.target_actor, self.target_critic, data, weights
+        )
         optimizer_step(self.critic_optimizer, loss)
         loss, actor_metrics = actor_loss(self.net, data)
         optimizer_step(self.actor_optimizer, loss)
@@ -63,11 +73,17 @@ class DDPGLearner(DeclaredState):
         self.version += 1
         out = {key: float(value) for key, value in (metrics | actor_metrics).items()}
         out["gradient_steps"] = float(self.gradient_steps)
-        return Update(out)
+        if not config.prioritized:
+            return Update(out)
+        out["importance_weight_mean"] = float(np.mean(batch["weights"]))
+        return Update(out, td_abs.cpu().numpy() + config.priority_eps)
 
     def weights(self) -> Weights:
-        """CPU copies of the actor's weights: all that acting needs (`DDPGPolicy.load_weights`)."""
-        state = self.net.actor.state_dict()
+        """CPU copies of what acting needs (`DDPGPolicy.load_weights`): the actor's weights, and
+        with prioritised replay the whole network's (`actor.*`, `critic.*`), since the actors
+        compute their transitions' priorities."""
+        module = self.net if self.config.prioritized else self.net.actor
+        state = module.state_dict()
         return {key: value.detach().to("cpu", copy=True) for key, value in state.items()}
 
     def learner_state(self) -> LearnerState:
