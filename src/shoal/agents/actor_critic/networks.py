@@ -10,6 +10,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from shoal import ops
+from shoal.agents.common.masks import legal_actions
 from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError
 from shoal.nets import CategoricalHead, GaussianHead, LSTMCore, LSTMState, RunningNorm, ValueHead
@@ -76,6 +78,11 @@ class ActorCritic(nn.Module):
     sequences with `unroll(obs, first, state)`; `initial_state(B)` is the state of rows starting
     an episode, and each core's state is zeroed where `first` says an episode starts.
     `unroll` works for the feed-forward network too (it ignores `first` and `state`).
+
+    Where the observation carries an action mask (`shoal.envs.observations`), the logits of
+    illegal actions are masked (`ops.masked_logits`), so sampled and greedy actions are legal
+    and the learner's log-probs, entropies and KLs are those of the masked policy (Huang &
+    Ontañón 2022); the torso does not take the mask as input.
 
     The torso is picked from the observation space (MLP for vectors, a CNN for images, one per
     key for Dict spaces) or named by `config.torso`, which may be a user's
@@ -145,9 +152,16 @@ class ActorCritic(nn.Module):
                 "and runs over sequences: use unroll(obs, first, state)."
             )
 
+    def _masked(self, params: torch.Tensor, obs: Any) -> torch.Tensor:
+        """Logits with illegal actions masked where `obs` carries an action mask."""
+        legal = legal_actions(obs)
+        if legal is None or not self.discrete:
+            return params
+        return ops.masked_logits(params, legal.to(params.device).view(params.shape))
+
     def policy(self, obs) -> torch.Tensor:
         self._feed_forward("policy")
-        return self.policy_head(self.policy_torso(self._inputs(obs)))
+        return self._masked(self.policy_head(self.policy_torso(self._inputs(obs))), obs)
 
     def value(self, obs) -> torch.Tensor:
         self._feed_forward("value")
@@ -158,7 +172,7 @@ class ActorCritic(nn.Module):
         x = self._inputs(obs)
         h_policy = self.policy_torso(x)
         h_value = h_policy if self.value_torso is self.policy_torso else self.value_torso(x)
-        return self.policy_head(h_policy), self.value_head(h_value)
+        return self._masked(self.policy_head(h_policy), obs), self.value_head(h_value)
 
     def unroll(
         self, obs: Any, first: torch.Tensor, state: CoreState, keep: Sequence[int] = ()
@@ -202,7 +216,7 @@ class ActorCritic(nn.Module):
         params = self.policy_head(h_policy)
         values = self.value_head(h_value)
         return Unrolled(
-            params.view(length, width, *params.shape[1:]),
+            self._masked(params.view(length, width, *params.shape[1:]), obs),
             values.view(length, width),
             new_state,
             kept if self.recurrent else {},
