@@ -82,4 +82,5 @@ def uniform_legal_actions(legal: np.ndarray, rng: np.random.Generator) -> np.nda
     counts = allowed.sum(-1)
     pick = np.floor(rng.random(len(allowed)) * counts).astype(np.int64)
     # The pick-th legal action of each row: the first column whose running count exceeds it.
-    return (np.cumsum(allowed, -1) > pick[:, None]).argmax(-1).astype(np.int64)
+    chosen: np.ndarray = (np.cumsum(allowed, -1) > pick[:, None]).argmax(-1).astype(np.int64)
+    return chosen

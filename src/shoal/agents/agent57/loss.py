@@ -90,8 +90,9 @@ def agent57_losses(
     """All of Agent57's losses on a sampled batch of sequences (module docstring)."""
     device = next(online.parameters()).device
     batch = time_major(data, device)
-    if online.extrinsic.obs_packing is not None:  # a Dict observation (an action mask too)
-        batch["obs"] = online.extrinsic.obs_packing.unpack(batch["obs"])
+    packing = getattr(online.extrinsic, "obs_packing", None)  # a Dict observation, packed
+    if packing is not None:
+        batch["obs"] = packing.unpack(batch["obs"])
     mixture, prev_intrinsic = entry_inputs(batch)
     beta, gamma = (x.to(device) for x in table.select(mixture))
     extra = online.extra_inputs(prev_intrinsic, mixture)

@@ -48,7 +48,7 @@ class ObsPacking:
 
     def __init__(self, space: gym.spaces.Dict) -> None:
         self.keys = list(space.spaces)
-        self.shapes = {k: tuple(int(d) for d in space[k].shape) for k in self.keys}
+        self.shapes = {k: tuple(int(d) for d in space[k].shape or ()) for k in self.keys}
         self.dtypes = {k: np.dtype(space[k].dtype) for k in self.keys}
         sizes = [math.prod(self.shapes[k]) for k in self.keys]
         self.size = int(sum(sizes))

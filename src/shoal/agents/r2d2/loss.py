@@ -65,8 +65,9 @@ def sequence_td_errors(
     `data` holds the fields of `shoal.replay.sequence_fields`, `[B, ...]` each.
     """
     batch = time_major(data, next(online.parameters()).device)
-    if online.obs_packing is not None:  # a Dict observation (an action mask too), packed
-        batch["obs"] = online.obs_packing.unpack(batch["obs"])
+    packing = getattr(online, "obs_packing", None)  # a Dict observation (its mask too), packed
+    if packing is not None:
+        batch["obs"] = packing.unpack(batch["obs"])
     inputs = [batch[k] for k in ("obs", "first", "prev_action", "prev_reward")]
     state = (batch["core_h"], batch["core_c"])
     burn = config.burn_in

@@ -42,7 +42,8 @@ def _obs(data: Mapping[str, np.ndarray], key: str, net: QNet) -> Any:
     """Observations of a batch as the network takes them: a Dict observation (and its action
     mask) unpacked from the vector replay stores (`ObsPacking`)."""
     obs = _tensor(data, key, next(net.parameters()).device)
-    return obs if net.obs_packing is None else net.obs_packing.unpack(obs)
+    packing = getattr(net, "obs_packing", None)  # user Q-networks may not have one
+    return obs if packing is None else packing.unpack(obs)
 
 
 def _tensors(data: Mapping[str, np.ndarray], net: QNet) -> dict[str, Any]:
