@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol
 
+import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
@@ -94,7 +95,11 @@ class ActorCritic(nn.Module):
     def __init__(self, spec: EnvSpec, config: NetworkSettings) -> None:
         super().__init__()
         self.discrete = spec.discrete
-        image_or_dict = spec.dict_obs or len(spec.observation_space.shape) == 3
+        # What the torso takes: an action mask beside one vector leaves a vector (two torsos).
+        space = spec.network_space
+        if isinstance(space, gym.spaces.Dict) and len(space.spaces) == 1:
+            space = next(iter(space.spaces.values()))
+        image_or_dict = isinstance(space, gym.spaces.Dict) or len(space.shape or ()) == 3
         shared = config.shared_torso if config.shared_torso is not None else image_or_dict
         if config.normalize_obs and (spec.dict_obs or spec.obs_dtype == np.uint8):
             raise ConfigError(
