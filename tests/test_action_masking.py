@@ -133,3 +133,6 @@ def test_obs_packing_round_trips_and_keeps_the_mask():
         assert back[key].shape == (1, *value.shape)
         assert np.array_equal(back[key][0].numpy(), value)
     assert torch.equal(legal_actions(back)[0], torch.from_numpy(obs["action_mask"]).bool())
+    # No observations at all (an unroll's final observations when no episode was truncated).
+    none = packing.pack({k: v[:0] for k, v in obs.items()})
+    assert none.shape == (0, packing.size)

@@ -59,8 +59,10 @@ class ObsPacking:
         """`{key: [..., *shape]}` -> `[..., D]` float32."""
         first = self.keys[0]
         lead = np.shape(obs[first])[: np.ndim(obs[first]) - len(self.shapes[first])]
-        parts = [np.asarray(obs[k], np.float32).reshape(*lead, -1) for k in self.keys]
-        return np.concatenate(parts, -1) if parts else np.zeros((*lead, 0), np.float32)
+        # Sizes spelled out rather than -1: a batch of none (an unroll without truncations has
+        # no final observations) reshapes too.
+        parts = [np.asarray(obs[k], np.float32).reshape(*lead, self.sizes[k]) for k in self.keys]
+        return np.concatenate(parts, -1)
 
     def unpack(self, packed: torch.Tensor) -> dict[str, torch.Tensor]:
         """`[..., D]` -> `{key: [..., *shape]}` in each entry's dtype."""
