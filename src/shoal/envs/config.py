@@ -25,6 +25,11 @@ class EnvConfig:
         "Rank-3 Box observations: channels-last ones are transposed to channels-first; auto "
         "reads (H, W, C) when the last dim is 1..4 and the first larger than 4.",
     )
+    action_mask_from_info: bool = param(
+        False,
+        "Read the legal actions from info['action_mask'] and carry them in the observation "
+        "as its 'action_mask' entry (an 'action_mask' Dict entry is read without this).",
+    )
     double_buffer: bool = param(
         True,
         "envpool: two halves of the envs step in turn, one while the policy acts on the other "

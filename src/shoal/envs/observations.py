@@ -19,6 +19,12 @@ evaluator, videos and `shoal.load(...).predict` see one converted space. What is
   and mission, or alone under `ImgObsWrapper` by `minigrid.image_only`): one-hot planes per
   object, colour and state (or the indices scaled to [0, 1],
   `minigrid_image="scaled"`), channels-first float32;
+- an action mask: the Dict entry `action_mask` (PettingZoo classic's and Gymnasium's name, a
+  0/1 Box or MultiBinary `(n,)`) becomes a uint8 `Box(0, 1, (n,))`, 1 where the action is legal.
+  It stays in the observation, so it travels with it through unrolls and replay, but no torso
+  takes it as input (`network_space`); the agents mask their logits and Q-values with it
+  (`shoal.ops.masking`). `MaskFromInfo` (env config `action_mask_from_info`) moves a mask an
+  env gives in `info["action_mask"]` into the observation under that key;
 - a Dict: each entry by these rules. Other spaces (Tuple, nested Dicts) are left as they are,
   for `EnvSpec` to refuse with its advice.
 
@@ -47,15 +53,19 @@ from shoal.envs.minigrid import (
 from shoal.errors import EnvError
 
 __all__ = [
+    "ACTION_MASK_KEY",
     "ConvertedObservations",
     "ImageLayout",
+    "MaskFromInfo",
     "ObservationConversion",
     "adapt_observations",
     "is_text_space",
+    "network_space",
 ]
 
 ImageLayout = Literal["auto", "channels_first", "channels_last"]
 MAX_CHANNELS = 4  # of a channels-last image that `auto` detects
+ACTION_MASK_KEY = "action_mask"  # the Dict entry holding the legal actions (module docstring)
 
 
 class _Keep:
@@ -132,6 +142,78 @@ class _Binary:
         return array.astype(np.float32)
 
 
+class _Mask:
+    """An action mask `[..., n]` of 0/1 (or bool) values as uint8, 1 where legal."""
+
+    def __init__(self, space: gym.spaces.Space) -> None:
+        shape = tuple(space.shape or ())
+        if not isinstance(space, gym.spaces.Box | gym.spaces.MultiBinary) or len(shape) != 1:
+            raise EnvError(
+                f"The observation entry {ACTION_MASK_KEY!r} is {space}; shoal reads it as the "
+                "legal actions, a 0/1 Box or MultiBinary of shape (num_actions,). Rename the "
+                "entry if it is not an action mask, or give the mask in that form."
+            )
+        self.raw = space
+        self.space = gym.spaces.Box(0, 1, shape, np.uint8)
+
+    def __call__(self, value: Any, name: str) -> np.ndarray:
+        array = np.asarray(value)
+        if array.shape[-1:] != self.space.shape or array.dtype.kind not in "biuf":
+            raise ValueError(
+                f"{name} is {_describe(value)}; an action mask of shape {self.space.shape}."
+            )
+        return (array != 0).astype(np.uint8)
+
+
+def network_space(space: gym.spaces.Space) -> gym.spaces.Space:
+    """`space` without its action mask entry: what a torso takes as input."""
+    if isinstance(space, gym.spaces.Dict) and ACTION_MASK_KEY in space.spaces:
+        return gym.spaces.Dict({k: v for k, v in space.spaces.items() if k != ACTION_MASK_KEY})
+    return space
+
+
+class MaskFromInfo(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """An env that gives its legal actions in `info["action_mask"]` (as Gymnasium's Taxi and
+    many board games do), with the mask moved into a Dict observation
+    `{"observation": obs, "action_mask": mask}` (or added to a Dict observation's entries).
+
+    A mask must come with every reset and step (the final step too); one missing raises an
+    EnvError that names the step. Only for discrete action spaces."""
+
+    def __init__(self, env: gym.Env) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self)
+        super().__init__(env)
+        if not isinstance(env.action_space, gym.spaces.Discrete):
+            raise EnvError(
+                f"action_mask_from_info reads masks of discrete actions; this env's action space "
+                f"is {env.action_space}. Set action_mask_from_info false."
+            )
+        mask = gym.spaces.Box(0, 1, (int(env.action_space.n),), np.uint8)
+        inner = env.observation_space
+        self._into_dict = isinstance(inner, gym.spaces.Dict)
+        entries = dict(inner.spaces) if self._into_dict else {"observation": inner}
+        self.observation_space = gym.spaces.Dict({**entries, ACTION_MASK_KEY: mask})
+
+    def _with_mask(self, obs: Any, info: dict[str, Any], when: str) -> Any:
+        if ACTION_MASK_KEY not in info:
+            raise EnvError(
+                f"The env gave no info[{ACTION_MASK_KEY!r}] at {when}, and "
+                "action_mask_from_info is set: give the legal actions with every reset and "
+                "step, or set action_mask_from_info false."
+            )
+        mask = (np.asarray(info[ACTION_MASK_KEY]) != 0).astype(np.uint8)
+        entries = dict(obs) if self._into_dict else {"observation": obs}
+        return {**entries, ACTION_MASK_KEY: mask}
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        obs, info = self.env.reset(seed=seed, options=options)
+        return self._with_mask(obs, info, "reset"), info
+
+    def step(self, action: Any):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return self._with_mask(obs, info, "a step"), reward, terminated, truncated, info
+
+
 class ObservationConversion:
     """From an env's observation space to the one shoal's networks take (module docstring).
 
@@ -148,7 +230,10 @@ class ObservationConversion:
         self.raw_space = raw_space
         self.dropped: tuple[str, ...] = ()
         if isinstance(raw_space, gym.spaces.Dict):
-            entries = {k: _entry(s, image_layout, repr(k)) for k, s in raw_space.spaces.items()}
+            entries = {
+                k: _Mask(s) if k == ACTION_MASK_KEY else _entry(s, image_layout, repr(k))
+                for k, s in raw_space.spaces.items()
+            }
             if is_minigrid_space(raw_space):
                 entries["image"] = MiniGridIndices(raw_space["image"], minigrid_image)
             self.dropped = tuple(k for k, entry in entries.items() if entry is None)
@@ -224,10 +309,16 @@ class ConvertedObservations(gym.ObservationWrapper, gym.utils.RecordConstructorA
 
 
 def adapt_observations(
-    env: gym.Env, image_layout: ImageLayout = "auto", minigrid_image: MiniGridImageMode = "one_hot"
+    env: gym.Env,
+    image_layout: ImageLayout = "auto",
+    minigrid_image: MiniGridImageMode = "one_hot",
+    action_mask_from_info: bool = False,
 ) -> gym.Env:
     """`env` with observations shoal's networks take: wrapped in `ConvertedObservations` if
-    its space needs converting, else `env` itself."""
+    its space needs converting, else `env` itself (in `MaskFromInfo` first when
+    `action_mask_from_info`)."""
+    if action_mask_from_info:
+        env = MaskFromInfo(env)
     if image_only(env):  # MiniGrid's index image under ImgObsWrapper: not pixels
         env = IndexImageSpace(env)
     adapted = ConvertedObservations(env, image_layout, minigrid_image)

@@ -70,15 +70,21 @@ class EnvSource:
     num_envs: int | None = None  # a vector env object's number of envs
 
 
-def _adapted_env(make: EnvFactory, image_layout: ImageLayout, minigrid_image: str) -> gym.Env:
-    return adapt_observations(make(), image_layout, minigrid_image)  # type: ignore[arg-type]
+def _adapted_env(
+    make: EnvFactory, image_layout: ImageLayout, minigrid_image: str, mask_from_info: bool = False
+) -> gym.Env:
+    return adapt_observations(make(), image_layout, minigrid_image, mask_from_info)  # type: ignore[arg-type]
 
 
 def _adapted(source: EnvSource, config: EnvConfig) -> EnvSource:
     if source.family == "pettingzoo":  # converts each agent's observations itself
         return source
     factory = functools.partial(
-        _adapted_env, source.factory, config.image_layout, config.minigrid_image
+        _adapted_env,
+        source.factory,
+        config.image_layout,
+        config.minigrid_image,
+        config.action_mask_from_info,
     )
     return dataclasses.replace(source, factory=factory)
 

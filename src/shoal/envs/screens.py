@@ -98,7 +98,9 @@ def _rgb_gymnasium(env_id: str, config: EnvConfig) -> gym.Env:
             "Install what its renderer needs (classic control: pip install pygame).",
         ) from None
     # Made here, not by the registry's factory (for the render mode): converted as it converts.
-    return adapt_observations(env, config.image_layout, config.minigrid_image)
+    return adapt_observations(
+        env, config.image_layout, config.minigrid_image, config.action_mask_from_info
+    )
 
 
 def _checked_render(env: gym.Env, env_id: str) -> Callable[[], np.ndarray]:

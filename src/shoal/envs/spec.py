@@ -9,7 +9,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from shoal.envs.observations import is_text_space
+from shoal.envs.observations import ACTION_MASK_KEY, is_text_space, network_space
 from shoal.errors import EnvError
 
 # A picklable callable that makes one environment. It lives here, not in the registry, so that
@@ -52,6 +52,20 @@ class EnvSpec:
                 f"{self.env_id}: action space {self.action_space} is not supported; "
                 "use Discrete or Box actions."
             )
+        if self.action_mask:
+            mask = space[ACTION_MASK_KEY]
+            if not self.discrete or tuple(mask.shape) != (self.num_actions,):
+                raise EnvError(
+                    f"{self.env_id}: the observation entry {ACTION_MASK_KEY!r} {mask} is read as "
+                    f"the legal actions, which needs a Discrete action space and a mask of "
+                    f"shape (n,) for its n actions; the action space is {self.action_space}. "
+                    "Rename the entry if it is not an action mask."
+                )
+            if len(space.spaces) < 2:
+                raise EnvError(
+                    f"{self.env_id}: the observation holds only the action mask; shoal's "
+                    "networks take the other entries as input. Add the observation itself."
+                )
 
     @classmethod
     def from_env(cls, env_id: str, env: gym.Env, frames_per_step: int = 1) -> EnvSpec:
@@ -97,6 +111,17 @@ class EnvSpec:
     @property
     def dict_obs(self) -> bool:
         return isinstance(self.observation_space, gym.spaces.Dict)
+
+    @property
+    def action_mask(self) -> bool:
+        """Whether observations carry the legal actions (a Dict entry `action_mask`, uint8
+        `[A]`, 1 where legal; `shoal.envs.observations`)."""
+        return self.dict_obs and ACTION_MASK_KEY in self.observation_space.spaces
+
+    @property
+    def network_space(self) -> gym.spaces.Space:
+        """The observation space a torso takes: without the action mask entry."""
+        return network_space(self.observation_space)
 
     @property
     def obs_shape(self) -> tuple[int, ...]:

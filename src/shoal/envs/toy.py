@@ -94,6 +94,84 @@ class RepeatFirst(gym.Env):
         return self._obs(), reward, query, False, {}
 
 
+class MaskedChoice(gym.Env):
+    """A game whose legal actions change every step; an illegal action ends it with a penalty.
+
+    Each step every one of `actions` actions is legal with probability 1/2 (at least one is;
+    the first step of each episode has exactly one, so single-legal-action states are common),
+    and one legal action is the cue, shown one-hot in `observation`. Taking the cue earns +1,
+    another legal action 0, an illegal one `-penalty` and terminates the episode; episodes
+    are truncated after `length` steps. The legal actions are given (as 0/1 int8) under
+    `mask_key` of a Dict observation `{"observation", mask_key}` (`mask_in="observation"`, the
+    PettingZoo classic convention; `mask_key="action_mask"` is what shoal masks actions by),
+    or in `info["action_mask"]` with a Box observation (`mask_in="info"`, for
+    `EnvConfig.action_mask_from_info`).
+
+    Every illegal action taken, in any instance in this process, counts in the class's
+    `illegal_actions` (and every step in `steps`), so a test can check that none was taken.
+    A random legal policy returns about `length * 0.4`; a random one about `-penalty`.
+    """
+
+    illegal_actions = 0
+    steps = 0
+
+    def __init__(
+        self,
+        actions: int = 6,
+        length: int = 16,
+        penalty: float = 10.0,
+        mask_in: str = "observation",
+        mask_key: str = "action_mask",
+    ) -> None:
+        if mask_in not in ("observation", "info"):
+            raise ValueError(f"mask_in must be 'observation' or 'info', got {mask_in!r}")
+        self.actions, self.length, self.penalty = actions, length, penalty
+        self.mask_in, self.mask_key = mask_in, mask_key
+        cue = gym.spaces.Box(0.0, 1.0, (actions,), np.float32)
+        mask = gym.spaces.Box(0, 1, (actions,), np.int8)
+        self.observation_space = (
+            gym.spaces.Dict({"observation": cue, mask_key: mask})
+            if mask_in == "observation"
+            else cue
+        )
+        self.action_space = gym.spaces.Discrete(actions)
+        self.t = 0
+        self.legal = np.ones(actions, np.int8)
+        self.cue = 0
+
+    def _draw(self) -> tuple[Any, dict[str, Any]]:
+        if self.t == 0:
+            self.legal = np.zeros(self.actions, np.int8)
+            self.legal[self.np_random.integers(self.actions)] = 1
+        else:
+            self.legal = (self.np_random.random(self.actions) < 0.5).astype(np.int8)
+            if not self.legal.any():
+                self.legal[self.np_random.integers(self.actions)] = 1
+        self.cue = int(self.np_random.choice(np.flatnonzero(self.legal)))
+        cue = np.zeros(self.actions, np.float32)
+        cue[self.cue] = 1.0
+        if self.mask_in == "info":
+            return cue, {"action_mask": self.legal.copy()}
+        return {"observation": cue, self.mask_key: self.legal.copy()}, {}
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self._draw()
+
+    def step(self, action: int):
+        action = int(action)
+        type(self).steps += 1
+        if not self.legal[action]:
+            type(self).illegal_actions += 1
+            obs, info = self._draw()
+            return obs, -self.penalty, True, False, info
+        reward = 1.0 if action == self.cue else 0.0
+        self.t += 1
+        obs, info = self._draw()
+        return obs, reward, False, self.t >= self.length, info
+
+
 class HiddenVelocity(gym.ObservationWrapper):
     """CartPole with its velocities hidden: only cart position and pole angle are observed."""
 
@@ -109,6 +187,23 @@ class HiddenVelocity(gym.ObservationWrapper):
 def repeat_first() -> gym.Env:
     """`RepeatFirst` with two cues and four blank steps: `--env shoal.envs.toy:repeat_first`."""
     return RepeatFirst()
+
+
+def masked_choice() -> gym.Env:
+    """`MaskedChoice` with its mask in the observation: `--env shoal.envs.toy:masked_choice`."""
+    return MaskedChoice()
+
+
+def masked_choice_info() -> gym.Env:
+    """`MaskedChoice` with its mask in `info["action_mask"]` (train it with
+    `--env.action-mask-from-info true`): `--env shoal.envs.toy:masked_choice_info`."""
+    return MaskedChoice(mask_in="info")
+
+
+def unmasked_choice() -> gym.Env:
+    """`MaskedChoice` with the legal actions as an ordinary observation entry (`legal`), which
+    the networks see but nothing masks by: the unmasked baseline of the same game."""
+    return MaskedChoice(mask_key="legal")
 
 
 def cartpole_no_velocity() -> gym.Env:

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from shoal.envs.observations import network_space
 from shoal.errors import ConfigError, did_you_mean
 from shoal.nets.cnn import MinAtarCNN, NatureCNN, observation_scale, to_float
 from shoal.nets.mlp import MLP, Activation
@@ -150,7 +151,11 @@ def torso_from_setting(
     hidden_sizes: Sequence[int],
     activation: Activation,
 ) -> nn.Module:
-    """`make_torso` for an agent config's `torso` string: a `TorsoKind` or a factory path."""
+    """`make_torso` for an agent config's `torso` string: a `TorsoKind` or a factory path.
+
+    An action mask entry of a Dict space is left out (`shoal.envs.observations.network_space`):
+    the torso does not take it as input, though the Dicts it is given still hold it."""
+    observation_space = network_space(observation_space)
     if ":" in setting:
         return make_torso(observation_space, "auto", hidden_sizes, activation, custom=setting)
     return make_torso(observation_space, setting, hidden_sizes, activation)  # type: ignore[arg-type]

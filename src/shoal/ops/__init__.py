@@ -31,6 +31,13 @@ from shoal.ops.double_q import (
 )
 from shoal.ops.evolution import ARSDirection, ars_direction, centered_ranks, es_gradient
 from shoal.ops.exploration import ornstein_uhlenbeck_step
+from shoal.ops.masking import (
+    legal_or_all,
+    masked_argmax,
+    masked_logits,
+    masked_max,
+    uniform_legal_actions,
+)
 from shoal.ops.max_entropy import soft_policy_loss, temperature_loss
 from shoal.ops.policy_losses import (
     approx_kl,
@@ -117,6 +124,10 @@ __all__ = [
     "generalized_advantage_estimation",
     "huber_loss",
     "lambda_returns",
+    "legal_or_all",
+    "masked_argmax",
+    "masked_logits",
+    "masked_max",
     "n_step_advantage",
     "n_step_returns",
     "normalize_advantages",
@@ -137,6 +148,7 @@ __all__ = [
     "temperature_loss",
     "transformed_greedy_retrace",
     "transformed_n_step_double_q_targets",
+    "uniform_legal_actions",
     "value_loss",
     "visit_policy",
     "vtrace",

@@ -34,6 +34,7 @@ import torch
 from torch import Tensor
 
 from shoal.ops._checks import check_floating, check_same_shape
+from shoal.ops.masking import masked_argmax
 
 __all__ = ["CategoricalLoss", "categorical_double_q_learning", "categorical_projection"]
 
@@ -105,6 +106,7 @@ def categorical_double_q_learning(
     discount_t: Tensor,
     logits_t: Tensor,
     q_t_selector: Tensor,
+    legal_t: Tensor | None = None,
 ) -> CategoricalLoss:
     """Rainbow's categorical double-Q n-step loss of a batch of transitions.
 
@@ -121,6 +123,8 @@ def categorical_double_q_learning(
         logits_t: the target network's logits at the bootstrap state, `[B, A, N]`.
         q_t_selector: Q-values choosing the bootstrap action, `[B, A]`: the online network's
             at the bootstrap state for double Q, the target network's own expectation without.
+        legal_t: the bootstrap state's legal actions `[B, A]` bool, or None (all legal): `a*`
+            is then the best legal action (`shoal.ops.masking`).
 
     Returns:
         `CategoricalLoss(cross_entropy [B], kl [B], target [B, N])`.
@@ -145,7 +149,7 @@ def categorical_double_q_learning(
             f"a_tm1 must be integer actions [B] = [{batch}], got {a_tm1.dtype} {list(a_tm1.shape)}"
         )
     with torch.no_grad():
-        best = q_t_selector.argmax(-1)
+        best = q_t_selector.argmax(-1) if legal_t is None else masked_argmax(q_t_selector, legal_t)
         index = best[:, None, None].expand(batch, 1, num_atoms)
         p_t = torch.softmax(logits_t.gather(1, index).squeeze(1), -1)
         target = categorical_projection(atoms, r_t, discount_t, p_t)

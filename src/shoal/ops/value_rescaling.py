@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from shoal.ops._checks import check_floating, check_positive, check_same_shape, check_time_batch
+from shoal.ops.masking import masked_argmax
 from shoal.ops.returns import n_step_returns
 
 DEFAULT_EPS = 1e-3
@@ -45,6 +46,7 @@ def transformed_n_step_double_q_targets(
     n: int,
     end_t: Tensor | None = None,
     eps: float = DEFAULT_EPS,
+    legal_t: Tensor | None = None,
 ) -> Tensor:
     """R2D2's targets for `h(Q(s_t, a_t))` over a sequence, `[T, B]`, without gradients.
 
@@ -58,6 +60,8 @@ def transformed_n_step_double_q_targets(
             the sequence, where the last step bootstraps from its own successor).
         end_t: episode ends `[T, B]` inside the sequence (terminated or truncated), or None.
         eps: the rescaling's eps.
+        legal_t: the successors' legal actions `[T, B, A]` bool, or None (all legal): a* is
+            then the best legal action (`shoal.ops.masking`).
     """
     check_time_batch("r_t", r_t)
     check_same_shape("r_t", r_t, [("discount_t", discount_t)])
@@ -67,7 +71,10 @@ def transformed_n_step_double_q_targets(
             f"got {list(q_target_t.shape)} and {list(q_online_t.shape)}"
         )
     with torch.no_grad():
-        best = q_online_t.argmax(-1, keepdim=True)
+        if legal_t is None:
+            best = q_online_t.argmax(-1, keepdim=True)
+        else:
+            best = masked_argmax(q_online_t, legal_t).unsqueeze(-1)
         bootstrap = signed_parabolic(q_target_t.gather(-1, best).squeeze(-1), eps)
         returns = n_step_returns(r_t, discount_t, bootstrap, n, end_t)
         return signed_hyperbolic(returns, eps)

@@ -6,10 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol
 
+import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
 
+from shoal import ops
+from shoal.agents.common.masks import legal_actions
 from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError
 from shoal.nets import CategoricalHead, GaussianHead, LSTMCore, LSTMState, RunningNorm, ValueHead
@@ -77,6 +80,11 @@ class ActorCritic(nn.Module):
     an episode, and each core's state is zeroed where `first` says an episode starts.
     `unroll` works for the feed-forward network too (it ignores `first` and `state`).
 
+    Where the observation carries an action mask (`shoal.envs.observations`), the logits of
+    illegal actions are masked (`ops.masked_logits`), so sampled and greedy actions are legal
+    and the learner's log-probs, entropies and KLs are those of the masked policy (Huang &
+    Ontañón 2022); the torso does not take the mask as input.
+
     The torso is picked from the observation space (MLP for vectors, a CNN for images, one per
     key for Dict spaces) or named by `config.torso`, which may be a user's
     `package.module:function(observation_space) -> nn.Module`. Policy and value share it when
@@ -87,7 +95,11 @@ class ActorCritic(nn.Module):
     def __init__(self, spec: EnvSpec, config: NetworkSettings) -> None:
         super().__init__()
         self.discrete = spec.discrete
-        image_or_dict = spec.dict_obs or len(spec.observation_space.shape) == 3
+        # What the torso takes: an action mask beside one vector leaves a vector (two torsos).
+        space = spec.network_space
+        if isinstance(space, gym.spaces.Dict) and len(space.spaces) == 1:
+            space = next(iter(space.spaces.values()))
+        image_or_dict = isinstance(space, gym.spaces.Dict) or len(space.shape or ()) == 3
         shared = config.shared_torso if config.shared_torso is not None else image_or_dict
         if config.normalize_obs and (spec.dict_obs or spec.obs_dtype == np.uint8):
             raise ConfigError(
@@ -145,9 +157,16 @@ class ActorCritic(nn.Module):
                 "and runs over sequences: use unroll(obs, first, state)."
             )
 
+    def _masked(self, params: torch.Tensor, obs: Any) -> torch.Tensor:
+        """Logits with illegal actions masked where `obs` carries an action mask."""
+        legal = legal_actions(obs)
+        if legal is None or not self.discrete:
+            return params
+        return ops.masked_logits(params, legal.to(params.device).view(params.shape))
+
     def policy(self, obs) -> torch.Tensor:
         self._feed_forward("policy")
-        return self.policy_head(self.policy_torso(self._inputs(obs)))
+        return self._masked(self.policy_head(self.policy_torso(self._inputs(obs))), obs)
 
     def value(self, obs) -> torch.Tensor:
         self._feed_forward("value")
@@ -158,7 +177,7 @@ class ActorCritic(nn.Module):
         x = self._inputs(obs)
         h_policy = self.policy_torso(x)
         h_value = h_policy if self.value_torso is self.policy_torso else self.value_torso(x)
-        return self.policy_head(h_policy), self.value_head(h_value)
+        return self._masked(self.policy_head(h_policy), obs), self.value_head(h_value)
 
     def unroll(
         self, obs: Any, first: torch.Tensor, state: CoreState, keep: Sequence[int] = ()
@@ -202,7 +221,7 @@ class ActorCritic(nn.Module):
         params = self.policy_head(h_policy)
         values = self.value_head(h_value)
         return Unrolled(
-            params.view(length, width, *params.shape[1:]),
+            self._masked(params.view(length, width, *params.shape[1:]), obs),
             values.view(length, width),
             new_state,
             kept if self.recurrent else {},

@@ -33,7 +33,7 @@ from shoal.agents.agent57.bandit import SlidingWindowUCB
 from shoal.agents.agent57.config import Agent57Config
 from shoal.agents.agent57.networks import Agent57Net
 from shoal.agents.base import ActMode, Layout, Policy, PolicyStep, State, StepInputs
-from shoal.agents.value.exploration import exploration_rates
+from shoal.agents.value.exploration import epsilon_greedy, exploration_rates
 from shoal.envs.spec import EnvSpec
 from shoal.nets import module_device
 from shoal.ops.novelty import EpisodicMemory, RunningMeanStd, lifelong_multiplier
@@ -165,11 +165,9 @@ class Agent57Policy(Policy):
         q_e, (e_h, e_c) = unroll("extrinsic")
         q_i, (i_h, i_c) = unroll("intrinsic")
         beta = self.table.select(arm, device=device).beta
-        greedy = ops.combine_q_values(q_e, q_i, beta, config.rescale_eps).argmax(-1)
-        greedy = greedy.cpu().numpy()
-        width = len(greedy)
-        explore = self.rng.random(width) < self.exploration_rates(slots, mode)
-        actions = np.where(explore, self.rng.integers(0, net.num_actions, width), greedy)
+        combined = ops.combine_q_values(q_e, q_i, beta, config.rescale_eps)
+        rates = self.exploration_rates(slots, mode)
+        actions = epsilon_greedy(combined, obs, rates, self.rng)
         new_state = {
             "extrinsic_h": e_h,
             "extrinsic_c": e_c,

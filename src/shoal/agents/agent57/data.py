@@ -15,10 +15,9 @@ import numpy as np
 from shoal.agents.agent57.config import Agent57Config
 from shoal.agents.agent57.loss import STATE_KEYS, STEP_KEYS
 from shoal.agents.base import Layout
-from shoal.agents.value.replay import replay_table, stored_frame_stack
+from shoal.agents.value.replay import Adder, packed, replay_table, stored_frame_stack, stored_obs
 from shoal.data import DataPath, ReplayTable, SequenceAdder, replay_data_path
 from shoal.envs.spec import EnvSpec
-from shoal.errors import ConfigError
 from shoal.replay import SequenceReplay, sequence_fields
 
 _STEP_DTYPES = {
@@ -32,15 +31,9 @@ _STEP_DTYPES = {
 
 def replay_fields(spec: EnvSpec, config: Agent57Config) -> dict:
     """`{name: (shape, dtype)}` of one stored sequence (`shoal.replay.sequence_fields`)."""
-    if spec.dict_obs:
-        raise ConfigError(
-            f"Agent57's replay stores Box observations; {spec.env_id} has Dict observations. "
-            "Flatten the observation in your env factory."
-        )
     state = ((config.lstm_size,), np.float32)
     return sequence_fields(
-        spec.obs_shape,
-        spec.obs_dtype,
+        *stored_obs(spec),  # a Dict observation (an action mask too) packed
         config.sequence_length,
         step_fields={key: ((), _STEP_DTYPES[key]) for key in STEP_KEYS},
         start_fields=dict.fromkeys(STATE_KEYS, state),
@@ -62,13 +55,14 @@ def _table(spec: EnvSpec, config: Agent57Config, shards: int, seed: int) -> Repl
     return replay_table(make_replay(spec, config, shards), config, shards, seed)
 
 
-def _adder(config: Agent57Config, policy: object, actor: int) -> SequenceAdder:
-    return SequenceAdder(
+def _adder(spec: EnvSpec, config: Agent57Config, policy: object, actor: int) -> Adder:
+    adder = SequenceAdder(
         config.sequence_length,
         config.sequence_period,
         step_keys=STEP_KEYS,
         start_keys=STATE_KEYS,
     )
+    return packed(spec, adder)
 
 
 def make_data_path(spec: EnvSpec, config: Agent57Config, layout: Layout) -> DataPath:
@@ -76,7 +70,7 @@ def make_data_path(spec: EnvSpec, config: Agent57Config, layout: Layout) -> Data
     return replay_data_path(
         config.unroll_length,
         partial(_table, spec, config),
-        partial(_adder, config),
+        partial(_adder, spec, config),
         # A sequence starts every sequence_period steps of an env.
         warmup_steps=config.min_replay_size * config.sequence_period,
     )

@@ -31,6 +31,7 @@ from shoal import ops
 from shoal.agents.agent57.config import Agent57Config
 from shoal.agents.agent57.mixtures import MixtureTable
 from shoal.agents.agent57.networks import Agent57Net
+from shoal.agents.common.masks import legal_actions
 from shoal.agents.value.loss import sequence_priorities
 from shoal.tree import map_tree
 
@@ -89,6 +90,9 @@ def agent57_losses(
     """All of Agent57's losses on a sampled batch of sequences (module docstring)."""
     device = next(online.parameters()).device
     batch = time_major(data, device)
+    packing = getattr(online.extrinsic, "obs_packing", None)  # a Dict observation, packed
+    if packing is not None:
+        batch["obs"] = packing.unpack(batch["obs"])
     mixture, prev_intrinsic = entry_inputs(batch)
     beta, gamma = (x.to(device) for x in table.select(mixture))
     extra = online.extra_inputs(prev_intrinsic, mixture)
@@ -96,7 +100,7 @@ def agent57_losses(
     burn = config.burn_in
 
     def unroll(net: nn.Module, state: tuple, steps: slice, grad: bool) -> tuple:
-        obs, prev_action, prev_reward, first = (x[steps] for x in inputs)
+        obs, prev_action, prev_reward, first = (map_tree(lambda x: x[steps], x) for x in inputs)
         with torch.set_grad_enabled(grad):
             return net.unroll(obs, prev_action, prev_reward, first, state, extra[steps])
 
@@ -118,7 +122,10 @@ def agent57_losses(
             beta[trained],
             config.rescale_eps,
         )
-        greedy = combined.argmax(-1)  # [L + 1 - burn, B]
+        legal = legal_actions(batch["obs"])
+        greedy = (  # [L + 1 - burn, B], among the legal actions where there is a mask
+            combined.argmax(-1) if legal is None else ops.masked_argmax(combined, legal[trained])
+        )
     action = batch["action"][trained].long()
     not_terminated = (~batch["terminated"][trained]).to(beta.dtype)
     discount = gamma[burn:-1] * not_terminated

@@ -7,6 +7,7 @@ Agents import this package, `shoal.agents.base`, `shoal.agents.checks` and a fam
 alone (SB3's `common/`, Acme's `learning_lib`).
 """
 
+from shoal.agents.common.masks import ObsPacking, legal_actions, legal_actions_np
 from shoal.agents.common.optim import optimizer_step
 from shoal.agents.common.schedules import LearningRateSchedule, LinearSchedule, apex_spread
 from shoal.agents.common.state import DeclaredState, LearnerState
@@ -24,10 +25,13 @@ __all__ = [
     "LearnerState",
     "LearningRateSchedule",
     "LinearSchedule",
+    "ObsPacking",
     "SoftUpdate",
     "TargetUpdate",
     "apex_spread",
     "incremental_update",
+    "legal_actions",
+    "legal_actions_np",
     "optimizer_step",
     "periodic_update",
 ]

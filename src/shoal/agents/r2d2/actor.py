@@ -20,7 +20,7 @@ import torch
 from shoal.agents.base import ActMode, Layout, Policy, PolicyStep, State, StepInputs
 from shoal.agents.r2d2.config import R2D2Config
 from shoal.agents.r2d2.networks import R2D2Net
-from shoal.agents.value.exploration import exploration_rates
+from shoal.agents.value.exploration import epsilon_greedy, exploration_rates
 from shoal.envs.spec import EnvSpec
 from shoal.nets import module_device
 from shoal.tree import map_tree
@@ -66,8 +66,5 @@ class R2D2Policy(Policy):
 
     def step(self, obs: Any, state: State, inputs: StepInputs, mode: ActMode) -> PolicyStep:
         q, new_state = self.q_values(obs, state, inputs)
-        greedy = q.argmax(-1).numpy()
-        width = len(greedy)
-        explore = self.rng.random(width) < self.exploration_rates(inputs.slot, mode)
-        actions = np.where(explore, self.rng.integers(0, self.net.num_actions, width), greedy)
-        return PolicyStep(actions, state=new_state)
+        rates = self.exploration_rates(inputs.slot, mode)
+        return PolicyStep(epsilon_greedy(q, obs, rates, self.rng), state=new_state)

@@ -16,10 +16,9 @@ from shoal.agents.base import Layout
 from shoal.agents.r2d2.config import R2D2Config
 from shoal.agents.r2d2.loss import initial_priorities
 from shoal.agents.r2d2.networks import R2D2Net
-from shoal.agents.value.replay import replay_table, stored_frame_stack
+from shoal.agents.value.replay import Adder, packed, replay_table, stored_frame_stack, stored_obs
 from shoal.data import DataPath, ReplayTable, SequenceAdder, replay_data_path
 from shoal.envs.spec import EnvSpec
-from shoal.errors import ConfigError
 from shoal.replay import SequenceReplay, sequence_fields
 
 # The recurrent state the runtime recorded at each step: sequences store their first step's.
@@ -30,15 +29,9 @@ def make_replay(spec: EnvSpec, config: R2D2Config, shards: int = 1) -> SequenceR
     """One of `shards` replays for `spec`, holding `replay_capacity / shards` sequences of
     `sequence_length` steps (`shoal.replay.sequence` says what a sequence stores); stacked
     Atari frames are stored once each."""
-    if spec.dict_obs:
-        raise ConfigError(
-            f"R2D2's replay stores Box observations; {spec.env_id} has Dict observations. "
-            "Flatten the observation in your env factory, or use IMPALA with an LSTM."
-        )
     state = ((config.lstm_size,), np.float32)
     fields = sequence_fields(
-        spec.obs_shape,
-        spec.obs_dtype,
+        *stored_obs(spec),  # a Dict observation (an action mask too) packed
         config.sequence_length,
         start_fields=dict.fromkeys(STATE_KEYS, state),
     )
@@ -60,16 +53,17 @@ def _priorities(net: R2D2Net, config: R2D2Config, data: Mapping[str, np.ndarray]
     return initial_priorities(net, data, config)
 
 
-def _adder(config: R2D2Config, policy: object, actor: int) -> SequenceAdder:
+def _adder(spec: EnvSpec, config: R2D2Config, policy: object, actor: int) -> Adder:
     priorities = None
     if config.prioritized:
         priorities = partial(_priorities, policy.net, config)  # type: ignore[attr-defined]
-    return SequenceAdder(
+    adder = SequenceAdder(
         config.sequence_length,
         config.sequence_period,
         start_keys=STATE_KEYS,
         priorities=priorities,
     )
+    return packed(spec, adder)
 
 
 def make_data_path(spec: EnvSpec, config: R2D2Config, layout: Layout) -> DataPath:
@@ -77,7 +71,7 @@ def make_data_path(spec: EnvSpec, config: R2D2Config, layout: Layout) -> DataPat
     return replay_data_path(
         config.unroll_length,
         partial(_table, spec, config),
-        partial(_adder, config),
+        partial(_adder, spec, config),
         # A sequence starts every sequence_period steps of an env.
         warmup_steps=config.min_replay_size * config.sequence_period,
     )

@@ -8,7 +8,8 @@ For a sequence of `L` steps (`L + 1` inputs, see `shoal.replay.sequence`) with s
    target of each is the transformed n-step double-Q target (section 2.3)
 
        y_t = h(Σ_{k<m} γ^k r_{t+k} + γ^m h^{-1}(Q_target(s_{t+m}, a*))),
-       a* = argmax_a Q_online(s_{t+m}, a),
+       a* = argmax_a Q_online(s_{t+m}, a)   (over the legal actions of s_{t+m} where
+                                             observations carry an action mask),
 
    with m = n except near episode ends and the sequence's end (`ops.transformed_n_step_double_q_
    targets`), and `δ_t = y_t - Q_online(s_t, a_t)`.
@@ -26,9 +27,11 @@ import numpy as np
 import torch
 
 from shoal import ops
+from shoal.agents.common.masks import legal_actions
 from shoal.agents.r2d2.config import R2D2Config
 from shoal.agents.r2d2.networks import R2D2Net
 from shoal.agents.value.loss import LossResult, sequence_priorities
+from shoal.tree import map_tree
 
 _PER_STEP = ("obs", "first", "prev_action", "prev_reward", "action", "reward", "terminated")
 _PER_STEP += ("end", "acted")
@@ -62,12 +65,15 @@ def sequence_td_errors(
     `data` holds the fields of `shoal.replay.sequence_fields`, `[B, ...]` each.
     """
     batch = time_major(data, next(online.parameters()).device)
+    packing = getattr(online, "obs_packing", None)  # a Dict observation (its mask too), packed
+    if packing is not None:
+        batch["obs"] = packing.unpack(batch["obs"])
     inputs = [batch[k] for k in ("obs", "first", "prev_action", "prev_reward")]
     state = (batch["core_h"], batch["core_c"])
     burn = config.burn_in
 
     def unroll(net: R2D2Net, steps: slice, start: tuple) -> tuple:
-        obs, first, prev_action, prev_reward = (x[steps] for x in inputs)
+        obs, first, prev_action, prev_reward = (map_tree(lambda x: x[steps], x) for x in inputs)
         return net.unroll(obs, prev_action, prev_reward, first, start)
 
     online_state = target_state = state
@@ -99,6 +105,7 @@ def sequence_td_errors(
             config.n_step,
             batch["end"][burn:],
             config.rescale_eps,
+            None if (legal := legal_actions(batch["obs"])) is None else legal[burn + 1 :],
         )
     action = batch["action"][burn:].long()
     q_taken = q_online[:-1].gather(-1, action.unsqueeze(-1)).squeeze(-1)

@@ -10,10 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import torch
 
+from shoal import ops
 from shoal.agents.base import ActMode, Layout
+from shoal.agents.common.masks import legal_actions_np
 
-__all__ = ["apex_epsilon", "exploration_rates"]
+__all__ = ["apex_epsilon", "epsilon_greedy", "exploration_rates"]
 
 
 def apex_epsilon(epsilon: float, alpha: float, index: int, count: int) -> float:
@@ -33,3 +36,24 @@ def exploration_rates(config: Any, layout: Layout, slots: np.ndarray, mode: ActM
     else:
         index, count = slots, layout.total_envs
     return np.array([config.epsilon(int(i), count) for i in index])
+
+
+def epsilon_greedy(
+    q: torch.Tensor, obs: Any, rates: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """Epsilon-greedy actions `[n]` on Q-values `q [n, A]`: row i takes a uniform random action
+    with probability `rates[i]`, else its greedy one (Mnih et al. 2015). Where `obs` carries an
+    action mask both are among the legal actions (`shoal.ops.masking`), so no action taken,
+    greedy or random, is illegal."""
+    legal = legal_actions_np(obs)
+    if legal is None:
+        greedy = q.argmax(-1).cpu().numpy()
+    else:
+        greedy = ops.masked_argmax(q, torch.from_numpy(legal).to(q.device)).cpu().numpy()
+    width = len(greedy)
+    explore = rng.random(width) < rates
+    if legal is None:
+        random = rng.integers(0, q.shape[-1], width)
+    else:
+        random = ops.uniform_legal_actions(legal, rng)
+    return np.where(explore, random, greedy)

@@ -7,7 +7,9 @@ Target of an m-step transition (discount = γ^m, 0 after a termination):
     y = R + discount · Q_target(s', a*),   a* = argmax_a Q_online(s', a)   (double Q)
                                            a* = argmax_a Q_target(s', a)   (otherwise)
 
-and the loss is the importance-weighted Huber loss of `δ = y - Q_online(s, a)`.
+with the argmax over the legal actions of s' where observations carry an action mask (carried
+through replay packed with the observation, `shoal.agents.common.ObsPacking`), and the loss is
+the importance-weighted Huber loss of `δ = y - Q_online(s, a)`.
 
 With `config.distributional` (C51, Bellemare et al. 2017; Rainbow, Hessel et al. 2018) the
 network gives a categorical return distribution per action, the target is the target network's
@@ -20,23 +22,40 @@ picks one of the two from the config.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 
 from shoal import ops
+from shoal.agents.common.masks import legal_actions
 from shoal.agents.value.config import DQNConfig
 from shoal.agents.value.networks import QNet
+from shoal.tree import map_tree
 
 
 def _tensor(data: Mapping[str, np.ndarray], key: str, device: torch.device) -> torch.Tensor:
     return torch.from_numpy(np.asarray(data[key])).to(device, non_blocking=True)
 
 
-def _tensors(data: Mapping[str, np.ndarray], device: torch.device) -> dict[str, torch.Tensor]:
-    keys = ("obs", "next_obs", "action", "reward", "discount")
-    return {k: _tensor(data, k, device) for k in keys}
+def _obs(data: Mapping[str, np.ndarray], key: str, net: QNet) -> Any:
+    """Observations of a batch as the network takes them: a Dict observation (and its action
+    mask) unpacked from the vector replay stores (`ObsPacking`)."""
+    obs = _tensor(data, key, next(net.parameters()).device)
+    packing = getattr(net, "obs_packing", None)  # user Q-networks may not have one
+    return obs if packing is None else packing.unpack(obs)
+
+
+def _tensors(data: Mapping[str, np.ndarray], net: QNet) -> dict[str, Any]:
+    device = next(net.parameters()).device
+    out: dict[str, Any] = {k: _tensor(data, k, device) for k in ("action", "reward", "discount")}
+    return out | {k: _obs(data, k, net) for k in ("obs", "next_obs")}
+
+
+def _best(q: torch.Tensor, next_obs: Any) -> torch.Tensor:
+    """`argmax_a q(s', a)` over the legal actions of s' where it carries a mask."""
+    legal = legal_actions(next_obs)
+    return q.argmax(-1) if legal is None else ops.masked_argmax(q, legal)
 
 
 def td_errors(
@@ -51,7 +70,7 @@ def td_errors(
 
     `next_online` (Q_online(s') `[B, A]`) saves a forward pass when the caller has it.
     """
-    batch = _tensors(data, next(online.parameters()).device)
+    batch = _tensors(data, online)
     reward = batch["reward"]
     if config.reward_clip is not None:
         reward = reward.clamp(-config.reward_clip, config.reward_clip)
@@ -62,15 +81,19 @@ def td_errors(
                 next_online = next_target
             elif next_online is None:
                 next_online = online(batch["next_obs"])
-            choice = next_online.argmax(-1)
+            choice = _best(next_online, batch["next_obs"])
         else:
-            choice = next_target.argmax(-1)
+            choice = _best(next_target, batch["next_obs"])
         bootstrap = next_target.gather(-1, choice[:, None]).squeeze(-1)
         y = reward + batch["discount"] * bootstrap
     if q_taken is None:
         with torch.no_grad():
             q_taken = online(batch["obs"]).gather(-1, batch["action"][:, None]).squeeze(-1)
     return y - q_taken
+
+
+def _cat(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.cat([a, b])
 
 
 class LossResult(NamedTuple):
@@ -84,12 +107,12 @@ def dqn_loss(
 ) -> LossResult:
     """Importance-weighted Huber loss of the TD errors of a sampled batch."""
     device = next(online.parameters()).device
-    obs, action = _tensor(data, "obs", device), _tensor(data, "action", device)
+    obs, action = _obs(data, "obs", online), _tensor(data, "action", device)
     next_online = None
     if config.double_q:
         # One online pass over s and s' together; only the s half carries gradients.
-        both = online(torch.cat([obs, _tensor(data, "next_obs", device)]))
-        q, next_online = both[: len(obs)], both[len(obs) :].detach()
+        both = online(map_tree(_cat, obs, _obs(data, "next_obs", online)))
+        q, next_online = both[: len(action)], both[len(action) :].detach()
     else:
         q = online(obs)
     q_taken = q.gather(-1, action[:, None]).squeeze(-1)
@@ -121,7 +144,7 @@ def categorical_terms(
     `logits` (the online logits at s, `[B, A, N]`) carry the gradients when given;
     `next_online_q` (Q_online(s') `[B, A]`) saves a forward pass when the caller has it.
     """
-    batch = _tensors(data, next(online.parameters()).device)
+    batch = _tensors(data, online)
     reward = batch["reward"]
     if config.reward_clip is not None:
         reward = reward.clamp(-config.reward_clip, config.reward_clip)
@@ -134,7 +157,14 @@ def categorical_terms(
         if logits is None:
             logits = online.logits(batch["obs"])
     return ops.categorical_double_q_learning(
-        online.atoms, logits, batch["action"], reward, batch["discount"], next_logits, selector
+        online.atoms,
+        logits,
+        batch["action"],
+        reward,
+        batch["discount"],
+        next_logits,
+        selector,
+        legal_actions(batch["next_obs"]),
     )
 
 
@@ -144,13 +174,14 @@ def categorical_dqn_loss(
     """Importance-weighted cross-entropy of the projected n-step distributional target; the
     priorities are the KL divergences (Hessel et al. 2018, section 3)."""
     device = next(online.parameters()).device
-    obs, action = _tensor(data, "obs", device), _tensor(data, "action", device)
+    obs, action = _obs(data, "obs", online), _tensor(data, "action", device)
     next_online_q = None
     if config.double_q:
         # One online pass over s and s' together (one draw of the noisy layers' noise); only
         # the s half carries gradients.
-        both = online.logits(torch.cat([obs, _tensor(data, "next_obs", device)]))
-        logits, next_online_q = both[: len(obs)], online.q_values(both[len(obs) :].detach())
+        both = online.logits(map_tree(_cat, obs, _obs(data, "next_obs", online)))
+        logits = both[: len(action)]
+        next_online_q = online.q_values(both[len(action) :].detach())
     else:
         logits = online.logits(obs)
     terms = categorical_terms(online, target, data, config, logits, next_online_q)

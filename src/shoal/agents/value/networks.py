@@ -8,6 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from shoal.agents.common.masks import ObsPacking
 from shoal.agents.value.config import DQNConfig
 from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError
@@ -39,6 +40,8 @@ class QNet(nn.Module):
         )
         width = int(self.torso.out_features)
         self.num_actions = spec.num_actions
+        # How replay stores a Dict observation (its action mask too): one packed vector.
+        self.obs_packing = ObsPacking(spec.observation_space) if spec.dict_obs else None
         self.distributional = config.distributional
         atoms, noisy, sigma = config.atoms, config.noisy, config.noisy_sigma
         self.head: nn.Module = (

@@ -15,6 +15,7 @@ import torch
 
 from shoal.agents.base import ActMode, Layout, Policy, PolicyStep, State, StepInputs
 from shoal.agents.value.config import DQNConfig
+from shoal.agents.value.exploration import epsilon_greedy
 from shoal.agents.value.loss import categorical_terms, td_errors
 from shoal.agents.value.networks import QNet
 from shoal.envs.spec import EnvSpec
@@ -26,7 +27,8 @@ class DQNPolicy(Policy):
     """Epsilon-greedy on Q. While training, env slot s (actor `s // E`, whose actor has taken
     `steps * E` agent steps) explores at `config.epsilons`; `sample` uses `eval_epsilon` and
     `greedy` none. A noisy network (`config.noisy`) acts with new noise at each training step
-    (Fortunato et al. 2018) and with its mean weights in `sample` and `greedy`."""
+    (Fortunato et al. 2018) and with its mean weights in `sample` and `greedy`. Where the
+    observation carries an action mask, the greedy and the random actions are legal ones."""
 
     def __init__(
         self,
@@ -63,11 +65,8 @@ class DQNPolicy(Policy):
         else:
             with mean_weights(self.net):  # greedy and sample evaluate the noisy layers' means
                 q = self.net(batch)
-        greedy = q.argmax(-1).cpu().numpy()
-        width = len(greedy)
-        explore = self.rng.random(width) < self.exploration_rates(inputs, mode)
-        random = self.rng.integers(0, self.net.num_actions, width)
-        return PolicyStep(np.where(explore, random, greedy))
+        rates = self.exploration_rates(inputs, mode)
+        return PolicyStep(epsilon_greedy(q, obs, rates, self.rng))
 
 
 @torch.inference_mode()

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
+from shoal.agents.common.masks import ObsPacking
 from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError
 from shoal.nets import DuelingQHead, LSTMCore, LSTMState
@@ -61,6 +62,8 @@ class R2D2Net(nn.Module):
             spec.observation_space, config.torso, config.hidden_sizes, config.activation
         )
         self.num_actions = spec.num_actions
+        # How replay stores a Dict observation (its action mask too): one packed vector.
+        self.obs_packing = ObsPacking(spec.observation_space) if spec.dict_obs else None
         self.extra_inputs = int(extra_inputs)
         width = int(self.torso.out_features) + self.num_actions + 1 + self.extra_inputs
         self.core = LSTMCore(width, config.lstm_size)

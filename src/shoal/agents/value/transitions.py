@@ -14,25 +14,20 @@ from functools import partial
 from shoal.agents.base import Layout
 from shoal.agents.value.config import DQNConfig
 from shoal.agents.value.policy import initial_priorities
-from shoal.agents.value.replay import replay_table, stored_frame_stack
+from shoal.agents.value.replay import Adder, packed, replay_table, stored_frame_stack, stored_obs
 from shoal.data import DataPath, NStepAdder, ReplayTable, replay_data_path
 from shoal.envs.spec import EnvSpec
-from shoal.errors import ConfigError
 from shoal.replay import TransitionReplay
 
 
 def make_replay(spec: EnvSpec, config: DQNConfig, shards: int = 1) -> TransitionReplay:
     """One of `shards` replays for `spec`'s observations, holding `replay_capacity / shards`
     transitions; stacked Atari frames are stored once each."""
-    if spec.dict_obs:
-        raise ConfigError(
-            f"DQN's replay stores Box observations; {spec.env_id} has Dict observations. Use "
-            "PPO or IMPALA, or flatten the observation in your env factory."
-        )
+    obs_shape, obs_dtype = stored_obs(spec)  # a Dict (an action mask too) packed
     return TransitionReplay(
         max(2, -(-config.replay_capacity // shards)),
-        spec.obs_shape,
-        spec.obs_dtype,
+        obs_shape,
+        obs_dtype,
         action_shape=spec.action_shape,
         action_dtype=spec.action_dtype,
         frame_stack=stored_frame_stack(spec),
@@ -46,11 +41,11 @@ def _table(spec: EnvSpec, config: DQNConfig, shards: int, seed: int) -> ReplayTa
     return replay_table(make_replay(spec, config, shards), config, shards, seed)
 
 
-def _adder(config: DQNConfig, policy: object, actor: int) -> NStepAdder:
+def _adder(spec: EnvSpec, config: DQNConfig, policy: object, actor: int) -> Adder:
     priorities = None
     if config.prioritized:
         priorities = partial(initial_priorities, policy.net, config)  # type: ignore[attr-defined]
-    return NStepAdder(config.n_step, config.gamma, actor, priorities)
+    return packed(spec, NStepAdder(config.n_step, config.gamma, actor, priorities))
 
 
 def make_data_path(spec: EnvSpec, config: DQNConfig, layout: Layout) -> DataPath:
@@ -58,6 +53,6 @@ def make_data_path(spec: EnvSpec, config: DQNConfig, layout: Layout) -> DataPath
     return replay_data_path(
         config.unroll_length,
         partial(_table, spec, config),
-        partial(_adder, config),
+        partial(_adder, spec, config),
         warmup_steps=config.min_replay_size,  # about one transition per env step
     )

@@ -9,6 +9,8 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
+from shoal import ops
+from shoal.agents.common.masks import legal_actions
 from shoal.envs.spec import EnvSpec
 from shoal.errors import ConfigError
 from shoal.nets import CategoricalHead, LSTMCore, LSTMState, ValueHead
@@ -44,7 +46,8 @@ class VTraceNet(nn.Module):
     The torso is picked from the observation space like PPO's (MLP for vectors, a CNN for
     images, one per key for Dict spaces) or named by `config.torso`; the paper's deep Atari
     network is `torso="impala_resnet"` with `use_lstm=True`. Unlike the paper's LSTM, the core
-    does not see the previous action and reward.
+    does not see the previous action and reward. Where the observation carries an action mask,
+    the logits of illegal actions are masked (`ops.masked_logits`).
     """
 
     def __init__(self, spec: EnvSpec, config: NetworkSettings) -> None:
@@ -125,6 +128,8 @@ class VTraceNet(nn.Module):
                 outputs.append(out)
             x = torch.cat(outputs).flatten(0, 1)
         logits = self.policy_head(x).view(length, width, self.num_actions)
+        if (legal := legal_actions(obs)) is not None:  # the observation's action mask
+            logits = ops.masked_logits(logits, legal.to(logits.device))
         values = self.value_head(x).view(length, width)
         return logits, values, state, kept
 
