@@ -44,6 +44,10 @@ AGENTS: dict[str, tuple[str, str]] = {
         "shoal.agents.r2d2",
         "R2D2: recurrent (LSTM) DQN from replayed sequences with stored state and burn-in",
     ),
+    "r2d3": (
+        "shoal.agents.r2d3",
+        "R2D3: R2D2 with a prioritised replay of demonstrations (a Minari dataset) mixed in",
+    ),
     "agent57": (
         "shoal.agents.agent57",
         "Agent57: R2D2 with NGU novelty, 32 (beta, gamma) mixtures and a UCB meta-controller",

@@ -29,6 +29,8 @@ from tqdm import tqdm
 
 from shoal.api import load
 from shoal.data.datasets import Episode, check_dataset_id, datasets_root, write_dataset
+from shoal.envs.config import EnvConfig
+from shoal.envs.registry import env_spec, source_of
 from shoal.envs.spec import EnvSpec
 from shoal.envs.vector import check_finite, checked_obs, env_failure
 from shoal.errors import ConfigError, ShoalError
@@ -36,7 +38,7 @@ from shoal.runtime.recording import ACTING_THREADS, EVAL_SEED_OFFSET
 from shoal.runtime.rows import Acting
 from shoal.tree import map_tree
 
-__all__ = ["RecordResult", "record"]
+__all__ = ["RecordResult", "record", "record_scripted"]
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,60 @@ def record(
             bar.close()
         env.close()
     return RecordResult(out, policy.env_id, folder, played, sum(len(e) for e in played))
+
+
+class _Scripted:
+    """A scripted policy `act(obs) -> action` as `_play` calls a loaded one."""
+
+    def __init__(self, act: Callable[[Any], Any]) -> None:
+        self.script = act
+
+    def act(self, batch: Any) -> tuple[np.ndarray]:
+        return (np.asarray([self.script(map_tree(lambda x: x[0], batch))]),)
+
+    def observe(self, reward: np.ndarray, done: np.ndarray) -> None:
+        return None
+
+
+def record_scripted(
+    env_id: str,
+    act: Callable[[Any], Any],
+    episodes: int,
+    out: str,
+    *,
+    seed: int = 0,
+    name: str = "scripted",
+    datasets_dir: str | os.PathLike[str] | None = None,
+    env_config: EnvConfig | None = None,
+) -> RecordResult:
+    """`record`, with the actions of `act(obs) -> action` (a scripted policy, e.g.
+    `shoal.envs.maze.shortest_path_policy`) instead of a trained one, on `env_id` made as
+    `shoal train --env ENV_ID` makes it (with `env_config`, default the defaults); episode k
+    is reset with seed `seed + k`. `name` says in the dataset's metadata who played."""
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes <= 0:
+        raise ConfigError(f"episodes must be a whole number > 0, got {episodes!r}.")
+    check_dataset_id(out)
+    config = env_config if env_config is not None else EnvConfig()
+    spec = env_spec(env_id, config)
+    if spec.num_agents:
+        raise ConfigError(f"{env_id} is a multi-agent env; shoal records single-agent envs only.")
+    env = source_of(env_id, config).factory()
+    try:
+        played = [_play(_Scripted(act), env, spec, seed + k) for k in range(episodes)]  # type: ignore[arg-type]
+        folder = write_dataset(
+            out,
+            played,
+            spec,
+            env_spec=_registered_spec(env),
+            algorithm_name=name,
+            description=(
+                f"{episodes} episodes of {name} on {env_id}, episode k reset with seed {seed} + k."
+            ),
+            root=datasets_dir,
+        )
+    finally:
+        env.close()
+    return RecordResult(out, env_id, folder, played, sum(len(e) for e in played))
 
 
 def _play(acting: Acting, env: gym.Env, spec: EnvSpec, seed: int) -> Episode:

@@ -8,18 +8,28 @@ the goal with probability 8.3e-8 per episode (`random_success_probability` compu
 
 Factories (the registry calls them with no arguments):
 - `shoal.envs.maze:snake_maze`, the maze above;
+- `shortest_path_policy(maze)`: a scripted optimal policy (demonstrations for R2D3, recorded
+  with `shoal.record.record_scripted`);
 - other layouts: a one-line factory of your own calling `GridMaze(layout, max_steps)`, or
   `snake_layout(width, corridors)` for other snakes.
 """
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 
-__all__ = ["GridMaze", "random_success_probability", "snake_layout", "snake_maze"]
+__all__ = [
+    "GridMaze",
+    "random_success_probability",
+    "shortest_path_policy",
+    "snake_layout",
+    "snake_maze",
+]
 
 # Up, down, left, right: (row, column) steps for action indices 0-3.
 MOVES = ((-1, 0), (1, 0), (0, -1), (0, 1))
@@ -144,3 +154,32 @@ def random_success_probability(maze: GridMaze) -> float:
     for _ in range(maze.max_steps):
         where = where @ move
     return float(where[goal])
+
+
+def shortest_path_policy(maze: GridMaze) -> Callable[[np.ndarray], int]:
+    """A scripted optimal policy for `maze`: from the cell its observation's one-hot names, the
+    first of up, down, left, right that leads one step closer to the goal (distances by
+    breadth-first search from the goal). It reaches the goal in the fewest steps."""
+    rows, columns = maze.shape
+    distance = np.full((rows, columns), -1, np.int64)
+    distance[maze.goal] = 0
+    frontier = deque([maze.goal])
+    while frontier:
+        row, column = frontier.popleft()
+        for d_row, d_column in MOVES:
+            near = (row + d_row, column + d_column)
+            if maze._open(*near) and distance[near] < 0:
+                distance[near] = distance[row, column] + 1
+                frontier.append(near)
+    if distance[maze.start] < 0:
+        raise ValueError("The maze's goal cannot be reached from its start.")
+
+    def act(obs: np.ndarray) -> int:
+        row, column = divmod(int(np.argmax(obs)), columns)
+        for action, (d_row, d_column) in enumerate(MOVES):
+            near = (row + d_row, column + d_column)
+            if maze._open(*near) and distance[near] == distance[row, column] - 1:
+                return action
+        raise ValueError(f"No move leads closer to the goal from cell {(row, column)}.")
+
+    return act

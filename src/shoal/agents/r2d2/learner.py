@@ -6,10 +6,10 @@ steps, Adam, priorities handed back) is `QLearner`'s (`shoal.agents.value.learne
 
 from __future__ import annotations
 
-from shoal.agents.r2d2.config import R2D2Config
-from shoal.agents.r2d2.loss import r2d2_loss
-from shoal.agents.r2d2.networks import R2D2Net
 from shoal.agents.value import QLearner
+from shoal.agents.value.recurrent import R2D2Net
+from shoal.agents.value.recurrent_config import R2D2Config
+from shoal.agents.value.sequence_loss import r2d2_loss
 from shoal.envs.spec import EnvSpec
 
 

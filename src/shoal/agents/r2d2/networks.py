@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from shoal.agents.r2d2.config import R2D2Config
 from shoal.agents.value.recurrent import R2D2Net, check_fits
+from shoal.agents.value.recurrent_config import R2D2Config
 from shoal.envs.spec import EnvSpec
 
 

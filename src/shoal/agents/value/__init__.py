@@ -12,7 +12,10 @@
   `SequenceReplayConfig` for R2D2 and Agent57, `NStepTargetConfig` for DQN and R2D2), and the
   transition agents' (DQN's, Ape-X's, Rainbow's) `DQNConfig`.
 - `networks`, `policy`: the transition agents' Q-network (optionally categorical and noisy) and
-  epsilon-greedy policy; `recurrent`: the LSTM Q-network of R2D2 and Agent57.
+  epsilon-greedy policy; `recurrent`: the LSTM Q-network of R2D2, R2D3 and Agent57.
+- R2D2's pieces, which R2D3 builds on: `recurrent_config` (`R2D2Config`), `recurrent_policy`
+  (`R2D2Policy`), `sequence_loss` (`r2d2_loss`, initial priorities) and `sequences` (the
+  sequence replay and data path).
 """
 
 from shoal.agents.value.config import (
