@@ -229,6 +229,7 @@ def test_train_prints_the_training_mean_and_both_evaluations(tmp_path, capsys):
     assert "evaluation (stochastic, 10 episodes)" in out
 
 
+@pytest.mark.integration
 def test_max_time_bounds_an_atari_command_evaluation_included(tmp_path):
     pytest.importorskip("ale_py")
     command = [sys.executable, "-m", "shoal", "train", "dqn", "--env", "ALE/Breakout-v5"]

@@ -177,6 +177,7 @@ def test_td3_runs_with_central_inference_and_loads(quiet_run):
 
 @pytest.mark.distributed
 @pytest.mark.timeout(900)
+@pytest.mark.integration
 def test_td3_runs_on_ray_with_replay_shards(ray_cluster, quiet_run):
     run = {**quiet_run, "runtime": "ray", "actors": 2, "num_envs": 2, "replay_shards": 2}
     run |= {"eval_episodes": 1, "log_interval": 200}

@@ -231,6 +231,7 @@ def memory_runs(tmp_path_factory):
     return lstm, ff
 
 
+@pytest.mark.integration
 def test_recurrent_ppo_learns_a_memory_task_that_feed_forward_ppo_cannot(memory_runs):
     lstm, ff = memory_runs
     assert lstm.stop_reason == "stop_at_return" and lstm.env_steps < 20_000

@@ -156,6 +156,7 @@ def test_one_update_moves_the_weights_toward_the_targets():
     assert learner.version == 11
 
 
+@pytest.mark.integration
 def test_short_self_play_beats_random_play_more_often_and_load_predicts(tmp_path):
     agent = {
         "num_simulations": 12,

@@ -134,6 +134,7 @@ def test_bc_clones_a_trained_ppo_on_cartpole_to_a_greedy_500(tmp_path, minari_ro
 
 @pytest.mark.distributed
 @pytest.mark.timeout(900)
+@pytest.mark.integration
 def test_bc_runs_on_ray_with_two_actors(ray_cluster, tmp_path, quiet_run):
     folder = random_dataset(tmp_path, "CartPole-v1", episodes=3)
     run = {**quiet_run, "runtime": "ray", "actors": 2, "num_envs": 2, "eval_episodes": 1}

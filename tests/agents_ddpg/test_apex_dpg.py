@@ -198,6 +198,7 @@ APEX_PENDULUM |= {"gamma": 0.98, "replay_capacity": 20_000, "n_step": 3, "priori
 APEX_PENDULUM |= {"noise_schedule": "apex", "exploration_noise": 0.3, "unroll_length": 8}
 
 
+@pytest.mark.integration
 def test_apex_dpg_swings_up_pendulum_inline_with_two_actors(quiet_run):
     # Greedy 10-episode means at 8k steps over seeds 0, 1, 2: -108.6, -124.8, -134.8 (at 6k
     # steps seed 2 had not swung up yet: -719.8); -300 leaves a margin on every seed. Inline,

@@ -185,6 +185,7 @@ def test_a_resumed_run_continues_the_learner(quiet_run):
 
 @pytest.mark.distributed
 @pytest.mark.timeout(900)
+@pytest.mark.integration
 def test_ddpg_runs_on_ray_with_replay_shards(ray_cluster, quiet_run):
     run = {**quiet_run, "runtime": "ray", "actors": 2, "num_envs": 2, "replay_shards": 2}
     run |= {"eval_episodes": 1, "log_interval": 200}
@@ -204,6 +205,7 @@ FAST = {"hidden_sizes": [64, 64], "batch_size": 64, "learning_starts": 1000}
 FAST |= {"gamma": 0.98, "replay_capacity": 20_000}
 
 
+@pytest.mark.integration
 def test_ddpg_swings_up_pendulum_in_5k_steps(quiet_run):
     # Greedy 10-episode means over seeds 0, 1, 2: -179.3, -125.4, -142.5 (a random policy: about
     # -1200); -400 leaves a margin on every seed.

@@ -136,6 +136,7 @@ def test_a_bad_setting_is_one_config_error_before_any_run_directory(tmp_path, qu
     PGConfig(baseline=False, value_coef=0.0)  # without a baseline its weight is unused
 
 
+@pytest.mark.integration
 def test_pg_learns_cartpole_with_its_preset_in_100k_steps(quiet_run):
     # Inline, acting and learning take turns, so the result depends on the seed only. Greedy
     # 10-episode means at 100k steps, seeds 0-4: 488.1, 481.1, 479.0, 500, 500 (a random

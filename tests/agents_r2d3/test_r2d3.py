@@ -186,6 +186,7 @@ def test_r2d3_solves_the_snake_maze_from_ten_demonstrations(tmp_path, quiet_run)
 
 @pytest.mark.distributed
 @pytest.mark.timeout(900)
+@pytest.mark.integration
 def test_r2d3_runs_on_ray_with_two_replay_shards(ray_cluster, tmp_path, quiet_run):
     """Each shard reads the dataset and holds the whole demo replay; batches mix demos in."""
     folder = _record(tmp_path / "datasets", episodes=2).folder

@@ -89,6 +89,7 @@ def test_rainbow_runs_on_ray_with_replay_shards(ray_cluster, quiet_run):
 # how busy the machine is. 10k steps of the FAST settings cost 32-34 s of CPU (user + system);
 # at a load average of 18 on the 2-core machine the test took 266 s, hence the longer timeout.
 @pytest.mark.timeout(900)
+@pytest.mark.integration
 def test_rainbow_learns_cartpole_in_10k_steps(quiet_run):
     # Greedy 10-episode means after 10k steps over seeds 0, 1, 2: 144.2, 384.2, 132.2 (a
     # random policy: about 22); 100 leaves a margin on every seed.

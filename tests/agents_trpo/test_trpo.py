@@ -176,6 +176,7 @@ def test_trpo_runs_on_ray_with_two_actors(ray_cluster, quiet_run):
     assert actions.shape == (5,)
 
 
+@pytest.mark.integration
 def test_trpo_learns_cartpole_in_16k_steps(quiet_run):
     # The CartPole preset (rl-zoo's: 2 envs x 512 steps), 16 updates. Greedy 10-episode means
     # at 16,384 steps over seeds 0-4: 412.4, 500.0, 394.3, 500.0, 376.5, 12 to 18 s a run at
