@@ -6,44 +6,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shoal.agents.checks import (
-    check_network_settings,
-    flag,
-    require_finite_nonnegative,
-    require_positive,
-    require_unit_interval,
-)
+from shoal.agents.checks import flag, require_finite_nonnegative, require_positive
+from shoal.agents.vtrace_ac.config import VTraceConfig
 from shoal.config import param
-from shoal.nets.mlp import Activation
 
 
 @dataclass(frozen=True, kw_only=True)
-class APPOConfig:
-    """APPO's settings. The network, V-trace and reward fields are IMPALA's (the V-trace
-    family's `NetworkSettings`); the rest are PPO's clip, RLlib's KL penalty and target network,
-    and Sample Factory's epochs and policy-lag bound.
-
-    Losses are means over the `[T, B]` steps of a batch.
-    """
+class APPOConfig(VTraceConfig):
+    """APPO's settings: the V-trace family's section (`VTraceConfig`: the network, V-trace
+    and reward fields, IMPALA's defaults but the learning rate and the advantage
+    normalisation), then PPO's clip, RLlib's KL penalty and target network, and Sample
+    Factory's epochs and policy-lag bound."""
 
     learning_rate: float = param(5e-4, "Adam step size at the start (RLlib's APPO default).")
-    anneal_lr: bool = param(True, "Decay the learning rate linearly to 0 over the budget.")
-    unroll_length: int = param(20, "Steps per environment in one unroll (T).")
-    batch_size: int = param(
-        1, "Unrolls per learner step (the runtime stacks them side by side along B)."
-    )
     num_epochs: int = param(
         1,
         "Gradient steps on each batch (Sample Factory's num_epochs; RLlib's iterations per batch).",
-    )
-    gamma: float = param(0.99, "Discount factor.")
-    trace_lambda: float = param(1.0, "V-trace lambda, multiplying the trace coefficients c_s.")
-    rho_bar: float = param(
-        1.0, "V-trace rho-bar: clips importance weights in the value targets.", allow_inf=True
-    )
-    c_bar: float = param(1.0, "V-trace c-bar: clips the trace coefficients.", allow_inf=True)
-    pg_rho_bar: float = param(
-        1.0, "Clips importance weights in the V-trace policy advantage.", allow_inf=True
     )
     clip_eps: float = param(0.2, "PPO clip range of the probability ratio.")
     use_target_network: bool = param(
@@ -64,8 +42,6 @@ class APPOConfig:
     kl_target: float = param(
         0.01, "Target KL: the weight x1.5 above twice this, x0.5 below half of it."
     )
-    value_coef: float = param(0.5, "Weight of the baseline loss 0.5 (v_s - V(x_s))^2.")
-    entropy_coef: float = param(0.01, "Weight of the entropy bonus.")
     normalize_advantages: bool = param(
         True, "Standardise the V-trace advantages over each batch (Sample Factory does)."
     )
@@ -74,44 +50,18 @@ class APPOConfig:
         "Drop unrolls acted more than this many learner versions ago (None: the queue's "
         "capacity alone bounds the lag).",
     )
-    max_grad_norm: float = param(40.0, "Clip the global gradient norm to this (0 disables).")
-    torso: str = param(
-        "auto", "auto, mlp, nature_cnn, impala_resnet, minatar_cnn, or package.module:function."
-    )
-    hidden_sizes: tuple[int, ...] = param((64, 64), "Hidden layer widths of the MLP torso.")
-    activation: Activation = param("relu", "Hidden activation of the MLP torso.")
-    use_lstm: bool = param(False, "Put an LSTM core between the torso and the heads.")
-    lstm_size: int = param(256, "Hidden units of the LSTM core.")
-    reward_clip: float | None = param(
-        None, "Clip rewards to [-x, x] for learning (1.0 for Atari); None keeps them."
-    )
 
     def __post_init__(self) -> None:
-        require_positive(
-            self,
-            (
-                "learning_rate",
-                "unroll_length",
-                "batch_size",
-                "num_epochs",
-                "target_update_period",
-                "lstm_size",
-                "kl_target",
-            ),
-        )
-        require_unit_interval(self, ("gamma", "trace_lambda"))
-        for name in ("rho_bar", "c_bar", "pg_rho_bar", "target_max_weight"):
-            if not getattr(self, name) > 0:
-                raise ValueError(
-                    f"{name} must be > 0 (inf turns clipping off), got {getattr(self, name)}; "
-                    f"set --agent.{flag(name)}."
-                )
-        require_finite_nonnegative(
-            self, ("clip_eps", "kl_coeff", "value_coef", "entropy_coef", "max_grad_norm")
-        )
+        super().__post_init__()
+        require_positive(self, ("num_epochs", "target_update_period", "kl_target"))
+        if not self.target_max_weight > 0:
+            raise ValueError(
+                f"target_max_weight must be > 0 (inf turns the cap off), got "
+                f"{self.target_max_weight}; set --agent.{flag('target_max_weight')}."
+            )
+        require_finite_nonnegative(self, ("clip_eps", "kl_coeff"))
         if self.max_policy_lag is not None and self.max_policy_lag < 0:
             raise ValueError(
                 f"max_policy_lag must be >= 0 learner versions (or None for no bound), got "
                 f"{self.max_policy_lag}; set --agent.max-policy-lag."
             )
-        check_network_settings(self)

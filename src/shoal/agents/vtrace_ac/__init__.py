@@ -1,5 +1,6 @@
 """The V-trace family: what IMPALA and APPO share.
 
+- `config`: `VTraceConfig`, the config section both inherit (IMPALA's defaults).
 - `networks`: `VTraceNet`, a torso picked from the observation space (or named), an optional
   LSTM core, categorical policy and value heads, over time-major unrolls.
 - `policy`: `VTracePolicy`, the behaviour policy μ, recording its logits for V-trace.
@@ -9,6 +10,7 @@
 """
 
 from shoal.agents.vtrace_ac.batch import Batch, Evaluated, evaluate, masked_mean
+from shoal.agents.vtrace_ac.config import VTraceConfig
 from shoal.agents.vtrace_ac.data import off_policy_data_path
 from shoal.agents.vtrace_ac.networks import NetworkSettings, VTraceNet, check_fits, make_networks
 from shoal.agents.vtrace_ac.policy import VTracePolicy
@@ -17,6 +19,7 @@ __all__ = [
     "Batch",
     "Evaluated",
     "NetworkSettings",
+    "VTraceConfig",
     "VTraceNet",
     "VTracePolicy",
     "check_fits",
