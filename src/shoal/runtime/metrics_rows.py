@@ -10,7 +10,6 @@ keys that differ between two runs of one seed).
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -42,7 +41,9 @@ class MetricsRows:
         # From the step resumed (0 for a run restarted without a checkpoint), not appended to.
         self.writer = MetricsWriter(program.run_dir, program.run.loggers, steps)
         self._next = next_multiple(steps, program.run.log_interval)
-        self._last = (time.time(), steps)
+        # Training time (`Counter.elapsed`), not wall time: a row that spans a pause (SIGSTOP,
+        # a suspended VM) gives the rate the run trained at.
+        self._last = (counter.elapsed, steps)
         self.logged_step = steps  # the step of the newest row
         # The newest update's metrics and policy lag, for the row written at the end.
         self._metrics: Callable[[], dict[str, float]] = dict
@@ -59,7 +60,8 @@ class MetricsRows:
 
     def write(self) -> dict[str, Any]:
         """Write a row of the run so far, with the evaluations made since the last one."""
-        counter, now = self.counter, time.time()
+        counter = self.counter
+        now = counter.elapsed
         then, steps_then = self._last
         rate = (counter.env_steps - steps_then) / max(now - then, 1e-9)
         row = self._row(self._metrics(), self._lag, rate)
