@@ -262,7 +262,9 @@ def test_a_run_with_no_step_at_the_end_of_training_time_takes_the_evaluations_sh
     assert run.train_time == 30.0
     counter = Counter(run, started=time.time() - 31.0)
     assert counter.stop_reason() is None  # nothing trained yet: it goes on
-    counter.env_steps = 8
+    counter.env_steps = 256  # the first unroll came back: still no update, it goes on
+    assert counter.stop_reason() is None
+    counter.updates = 1
     assert counter.stop_reason() == "max_time"
     starved = Counter(run, started=time.time() - 37.5)
     assert starved.stop_reason() == "max_time"  # 3 s are left for the evaluations and exit

@@ -138,17 +138,18 @@ class Counter:
         return None
 
     def _trained_or_out_of_time(self) -> bool:
-        """At the end of training's share of --max-time: a run that has not taken one step
-        yet (a local Ray started and placed its roles on a busy machine in most of it) takes
-        some of the final evaluation's share instead, up to `STARVED_EVAL_S` before the end,
-        rather than end having trained nothing."""
+        """At the end of training's share of --max-time: a run whose learner has not updated
+        yet (a local Ray started and placed its roles on a busy machine in most of it, and its
+        first unroll came back just before) takes some of the final evaluation's share
+        instead, up to `STARVED_EVAL_S` before the end, rather than end having learned
+        nothing. (Counting steps instead, such a ray run stopped at its first unroll's 256.)"""
         last = self.last_start()
-        return self.env_steps > 0 or last is None or time.time() >= last
+        return self.updates > 0 or last is None or time.time() >= last
 
     def last_start(self) -> float | None:
-        """The `time.time()` after which a run that has taken no step stops (`stop_reason`):
-        what a launcher's start (a local Ray's, the placing of its roles) must end before for
-        the run to train at all. None without --max-time."""
+        """The `time.time()` after which a run whose learner has not updated stops
+        (`stop_reason`): what a launcher's start (a local Ray's, the placing of its roles)
+        must end before for the run to learn at all. None without --max-time."""
         max_time = self.config.max_time
         if max_time is None:
             return None
