@@ -185,24 +185,46 @@ def main() -> None:
     started = time.perf_counter()
     report: dict[str, Any] = {"machine": machine(args.cpu), "torch": torch.__version__}
     print(f"machine: {report['machine']}, torch {torch.__version__}", flush=True)
+    # A device lease is short: a part that fails is reported, and the others still measure.
+    failures: list[str] = []
     if not args.cpu and not args.skip_pytest:
         report["pytest_gpu"] = gpu_tests()
         print(f"pytest -m gpu: {report['pytest_gpu']['summary']}", flush=True)
+        if report["pytest_gpu"]["exit_code"] != 0:
+            failures.append(f"pytest -m gpu: {report['pytest_gpu']['summary']}")
     report["impala_pong"] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for device in devices:
-            figures = impala_pong(
-                device, args.seconds, Path(tmp), args.actors, args.num_envs, args.log_interval
-            )
+            try:
+                figures = impala_pong(
+                    device, args.seconds, Path(tmp), args.actors, args.num_envs, args.log_interval
+                )
+            except Exception as error:
+                failures.append(f"IMPALA on {device}: {error}")
+                print(failures[-1], flush=True)
+                continue
             report["impala_pong"][device] = figures
             print(f"IMPALA Pong, learner and inference on {device}: {figures}", flush=True)
             if args.out:
                 args.out.write_text(json.dumps(report, indent=2))
     for algo in ("r2d2", "agent57"):
-        agent, config, spec, batch = sequence_batch(algo, args.batch_size, args.num_envs)
-        report[algo] = {"batch_size": config.batch_size, "sequence_length": config.sequence_length}
+        report[algo] = {}
+        try:
+            agent, config, spec, batch = sequence_batch(algo, args.batch_size, args.num_envs)
+        except Exception as error:
+            failures.append(f"{algo} batch: {error}")
+            print(failures[-1], flush=True)
+            continue
+        report[algo] |= {"batch_size": config.batch_size, "sequence_length": config.sequence_length}
         for device in devices:
-            figures = updates_per_second(agent, config, spec, batch, device, args.update_seconds)
+            try:
+                figures = updates_per_second(
+                    agent, config, spec, batch, device, args.update_seconds
+                )
+            except Exception as error:
+                failures.append(f"{algo} on {device}: {error}")
+                print(failures[-1], flush=True)
+                continue
             report[algo][device] = figures
             print(f"{algo} updates on {device}: {figures}", flush=True)
             if args.out:  # what was measured survives a later part that runs out of time
@@ -240,8 +262,11 @@ def main() -> None:
             )
         )
     print(f"\n{report['machine']}; {report['seconds']:.0f} s in all\n{table(rows)}", flush=True)
+    report["failures"] = failures
     if args.out:
         args.out.write_text(json.dumps(report, indent=2))
+    if failures:
+        sys.exit("gpu_check: some parts failed:\n" + "\n".join(failures))
 
 
 if __name__ == "__main__":
