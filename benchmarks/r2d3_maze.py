@@ -19,7 +19,12 @@ For each it prints the final greedy evaluation (10 episodes; 1.0 is the optimum)
 the periodic greedy evaluations with its step, the step of the first metrics row whose training
 return is above 0, and the wall time (`benchmarks/hard_exploration.py` reads the runs).
 
-    python benchmarks/r2d3_maze.py [--seeds 0 1 2] [--algos r2d3 r2d2 bc]
+`--maze comb` runs the same on the random-start comb (`shoal.envs.maze:comb_maze`): every
+episode starts at the dead end of one of 12 side corridors, so the 10 demonstrations (episode
+k from seed k) cover only the teeth they started in, and a clone of them meets cells it never
+saw. The final evaluation there is 30 episodes, each from a random tooth.
+
+    python benchmarks/r2d3_maze.py [--maze snake|comb] [--seeds 0 1 2] [--algos r2d3 r2d2 bc]
         [--total-steps 200000] [any `shoal train` flag for every run]
 """
 
@@ -34,35 +39,43 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hard_exploration import SOLVED, train
 
-from shoal.envs.maze import shortest_path_policy, snake_maze
+from shoal.envs.maze import comb_maze, shortest_path_policy, snake_maze
 from shoal.record import record_scripted
 
-MAZE = "shoal.envs.maze:snake_maze"
+MAZES = {"snake": snake_maze, "comb": comb_maze}
 EPISODES = 10
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--maze", choices=sorted(MAZES), default="snake")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--algos", nargs="+", default=["r2d3", "r2d2", "bc"])
     parser.add_argument("--total-steps", type=int, default=200_000)
     parser.add_argument("--runs-dir", type=Path, default=None)
     args, extra = parser.parse_known_args()
     runs_dir = args.runs_dir or Path(tempfile.mkdtemp(prefix="shoal-r2d3-maze-"))
+    maze_id = f"shoal.envs.maze:{MAZES[args.maze].__name__}"
+    maze = MAZES[args.maze]()
     recorded = record_scripted(
-        MAZE,
-        shortest_path_policy(snake_maze()),
+        maze_id,
+        shortest_path_policy(maze),
         EPISODES,
-        "maze/shortest-path-v0",
+        f"maze/{args.maze}-shortest-path-v0",
         datasets_dir=runs_dir / "datasets",
         name="shortest-path script",
     )
     print(
-        f"{MAZE}: {EPISODES} demonstrations ({recorded.steps} steps, mean return "
+        f"{maze_id}: {EPISODES} demonstrations ({recorded.steps} steps, mean return "
         f"{recorded.mean_return:g}) in {recorded.folder}; {args.total_steps:,} steps per run, "
         f"seeds {args.seeds}; runs in {runs_dir}"
     )
     common = ["--total-steps", str(args.total_steps), "--num-envs", "8", "--eval-every", "20000"]
+    if len(maze.starts) > 1:
+        # Episode k of the recording was reset with seed k: which starts did they cover?
+        covered = sorted({maze.reset(seed=k)[0].argmax() for k in range(EPISODES)})
+        print(f"the demonstrations start from {len(covered)} of the {len(maze.starts)} starts")
+        common += ["--eval-episodes", "30"]
     dataset = ["--dataset", str(recorded.folder)]
     flags = {
         "r2d3": dataset,
@@ -77,7 +90,7 @@ def main() -> None:
     for algo in args.algos:
         solved[algo] = 0
         for seed in args.seeds:
-            r = train(algo, MAZE, seed, runs_dir, [*common, *flags[algo], *extra])
+            r = train(algo, maze_id, seed, runs_dir, [*common, *flags[algo], *extra])
             if "error" in r:
                 print(f"{algo:<6} {seed:>4} failed: {r['error']}", flush=True)
                 continue

@@ -11,7 +11,14 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from shoal.envs import make_env
-from shoal.envs.maze import GridMaze, random_success_probability, snake_layout, snake_maze
+from shoal.envs.maze import (
+    GridMaze,
+    comb_maze,
+    random_success_probability,
+    shortest_path_policy,
+    snake_layout,
+    snake_maze,
+)
 
 
 def _shortest_actions(env: GridMaze) -> list[int]:
@@ -100,7 +107,7 @@ def test_gymnasium_checker_and_the_registry_accept_it():
     ("layout", "max_steps", "message"),
     [
         (["#S#", "#G"], 10, "equally long"),
-        (["S..", "..."], 10, "one 'S' and one 'G'"),
+        (["S..", "..."], 10, "one or more 'S' and one 'G'"),
         (["S.x", "..G"], 10, "may hold only"),
         (["S.G"], 0, "max_steps must be an int >= 1"),
     ],
@@ -117,3 +124,46 @@ def test_bad_actions_are_explained():
         ValueError, match=r"actions are 0 \(up\), 1 \(down\), 2 \(left\), 3 \(right\)"
     ):
         env.step(4)
+
+
+def test_the_comb_maze_starts_at_a_random_tooth_and_its_seed_fixes_which():
+    env = comb_maze()
+    assert len(env.starts) == 12 and all(row == 7 for row, _ in env.starts)
+    drawn = set()
+    for seed in range(200):
+        env.reset(seed=seed)
+        first = env._cell
+        env.reset(seed=seed)
+        assert env._cell == first  # the same seed, the same tooth
+        drawn.add(first)
+    assert drawn == set(env.starts)
+    # A single-start maze ignores the seed, as before.
+    snake = snake_maze()
+    assert {snake.reset(seed=seed)[1]["row"] for seed in range(20)} == {snake.start[0]}
+
+
+def test_the_comb_maze_shortest_paths_run_up_the_tooth_then_right():
+    env = comb_maze()
+    act = shortest_path_policy(env)
+    for seed in range(40):
+        obs, info = env.reset(seed=seed)
+        column, steps, reward = info["column"], 0, 0.0
+        terminated = truncated = False
+        while not (terminated or truncated):
+            obs, reward, terminated, truncated, info = env.step(act(obs))
+            steps += 1
+        assert reward == 1.0 and steps == 6 + (25 - column)  # 8 to 30 steps
+
+
+def test_the_comb_maze_random_success_probability_averages_its_starts():
+    env = comb_maze()
+    per_start = []
+    for start in env.starts:
+        layout = [line.replace("S", ".") for line in env.layout]
+        row = list(layout[start[0]])
+        row[start[1]] = "S"
+        layout[start[0]] = "".join(row)
+        per_start.append(random_success_probability(GridMaze(layout, env.max_steps)))
+    p = random_success_probability(env)
+    assert p == pytest.approx(sum(per_start) / len(per_start), rel=1e-12)
+    assert 0.01 < p < 0.1  # 0.047: easy to stumble on, hard to copy from 10 episodes

@@ -6,8 +6,13 @@ is new. `snake_maze` is four corridors of nine cells joined at alternate ends: t
 steps from the start, an episode ends after 100 steps, and a uniformly random policy reaches
 the goal with probability 8.3e-8 per episode (`random_success_probability` computes it).
 
+`comb_maze` starts each episode at the dead end of one of 12 side corridors, drawn at random:
+a few demonstrations cover only some of them, so copying them (behavioural cloning) is not
+enough, while an agent that also learns from its own play can learn the rest (R2D3's claim).
+
 Factories (the registry calls them with no arguments):
 - `shoal.envs.maze:snake_maze`, the maze above;
+- `shoal.envs.maze:comb_maze`, the random-start comb;
 - `shortest_path_policy(maze)`: a scripted optimal policy (demonstrations for R2D3, recorded
   with `shoal.record.record_scripted`);
 - other layouts: a one-line factory of your own calling `GridMaze(layout, max_steps)`, or
@@ -25,6 +30,8 @@ import numpy as np
 
 __all__ = [
     "GridMaze",
+    "comb_layout",
+    "comb_maze",
     "random_success_probability",
     "shortest_path_policy",
     "snake_layout",
@@ -36,11 +43,13 @@ MOVES = ((-1, 0), (1, 0), (0, -1), (0, 1))
 
 
 class GridMaze(gym.Env):
-    """A maze drawn in text: `#` wall, `.` floor, `S` the start, `G` the goal.
+    """A maze drawn in text: `#` wall, `.` floor, `S` a start, `G` the goal.
 
-    Four actions move up, down, left or right; a move into a wall stays put. Reaching the goal
-    earns 1 and ends the episode (`terminated`); after `max_steps` steps without it the
-    episode is `truncated` with nothing earned. Observations are float32 one-hots of the
+    With several `S`, each episode starts on one of them, drawn uniformly with the env's seeded
+    generator (`reset(seed=...)`); `start` is the first of them in reading order. Four actions
+    move up, down, left or right; a move into a wall stays put. Reaching the goal earns 1 and
+    ends the episode (`terminated`); after `max_steps` steps without it the episode is
+    `truncated` with nothing earned. Observations are float32 one-hots of the
     agent's cell, flattened to [rows * columns]; `info` holds its `row` and `column`.
     """
 
@@ -53,15 +62,18 @@ class GridMaze(gym.Env):
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             raise ValueError(f"GridMaze max_steps must be an int >= 1, got {max_steps!r}.")
         text = "".join(rows)
-        if set(text) - set("#.SG") or text.count("S") != 1 or text.count("G") != 1:
+        if set(text) - set("#.SG") or text.count("S") < 1 or text.count("G") != 1:
             raise ValueError(
-                "GridMaze layout may hold only '#', '.', one 'S' and one 'G'; got "
+                "GridMaze layout may hold only '#', '.', one or more 'S' and one 'G'; got "
                 f"{sorted(set(text))} with {text.count('S')} S and {text.count('G')} G."
             )
         self.layout = tuple(rows)
         self.max_steps = int(max_steps)
         self.shape = (len(rows), len(rows[0]))
-        self.start = divmod(text.index("S"), self.shape[1])
+        self.starts = tuple(
+            divmod(index, self.shape[1]) for index, mark in enumerate(text) if mark == "S"
+        )
+        self.start = self.starts[0]
         self.goal = divmod(text.index("G"), self.shape[1])
         self.observation_space = gym.spaces.Box(0.0, 1.0, (len(text),), np.float32)
         self.action_space = gym.spaces.Discrete(4)
@@ -82,7 +94,9 @@ class GridMaze(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
-        self._cell, self._steps = self.start, 0
+        # One start: no draw, so a single-start maze's episodes do not depend on the seed.
+        start = 0 if len(self.starts) == 1 else int(self.np_random.integers(len(self.starts)))
+        self._cell, self._steps = self.starts[start], 0
         return self._obs(), self._info()
 
     def step(self, action: int):
@@ -130,8 +144,33 @@ def snake_maze() -> gym.Env:
     return GridMaze(snake_layout(9, 4), max_steps=100)
 
 
+def comb_layout(teeth: int, depth: int) -> list[str]:
+    """A corridor along the top with `teeth` dead-end side corridors of `depth` cells hanging
+    from it, one every other column; an `S` at the bottom of each, the `G` at the corridor's
+    right end."""
+    if teeth < 1 or depth < 1:
+        raise ValueError(f"comb_layout needs teeth >= 1 and depth >= 1, got {teeth}, {depth}")
+    width = 2 * teeth + 1  # a tooth on every odd column, the goal one beyond the last
+    rows = [list("#" * (width + 2)), list("#" + "." * width + "#")]
+    for level in range(depth):
+        row = list("#" * (width + 2))
+        for tooth in range(teeth):
+            row[1 + 2 * tooth] = "S" if level == depth - 1 else "."
+        rows.append(row)
+    rows.append(list("#" * (width + 2)))
+    rows[1][width] = "G"
+    return ["".join(row) for row in rows]
+
+
+def comb_maze() -> gym.Env:
+    """12 teeth 6 deep, 100 steps: each episode starts at a random tooth's dead end, 8 to 30
+    steps from the goal (a uniformly random policy reaches it with p = 0.047 per episode)."""
+    return GridMaze(comb_layout(12, 6), max_steps=100)
+
+
 def random_success_probability(maze: GridMaze) -> float:
-    """The exact probability that uniformly random actions reach the goal within `max_steps`.
+    """The exact probability that uniformly random actions reach the goal within `max_steps`,
+    from a start drawn uniformly among the maze's starts.
 
     The distribution over cells after each step, with the goal absorbing, in float64.
     """
@@ -150,7 +189,8 @@ def random_success_probability(maze: GridMaze) -> float:
     move[goal] = 0.0
     move[goal, goal] = 1.0
     where = np.zeros(cells)
-    where[maze.start[0] * columns + maze.start[1]] = 1.0
+    for row, column in maze.starts:
+        where[row * columns + column] += 1.0 / len(maze.starts)
     for _ in range(maze.max_steps):
         where = where @ move
     return float(where[goal])
@@ -171,8 +211,8 @@ def shortest_path_policy(maze: GridMaze) -> Callable[[np.ndarray], int]:
             if maze._open(*near) and distance[near] < 0:
                 distance[near] = distance[row, column] + 1
                 frontier.append(near)
-    if distance[maze.start] < 0:
-        raise ValueError("The maze's goal cannot be reached from its start.")
+    if any(distance[start] < 0 for start in maze.starts):
+        raise ValueError("The maze's goal cannot be reached from each of its starts.")
 
     def act(obs: np.ndarray) -> int:
         row, column = divmod(int(np.argmax(obs)), columns)
