@@ -6,12 +6,16 @@
 - `policy`: `VTracePolicy`, the behaviour policy μ, recording its logits for V-trace.
 - `batch`: an unroll as tensors (`Batch`) and one pass of the network over it (`evaluate`), with
   the final observation's value at each truncation.
+- `loss`: the V-trace actor-critic loss with the agent's policy term left open: `vtrace_terms`
+  (log-probabilities, V-trace targets, standardised advantages) and `vtrace_actor_critic_loss`
+  (the policy term plus the weighted baseline loss and entropy bonus, and the metrics).
 - `data`: the off-policy unroll queue with bounded staleness.
 """
 
 from shoal.agents.vtrace_ac.batch import Batch, Evaluated, evaluate, masked_mean
 from shoal.agents.vtrace_ac.config import VTraceConfig
 from shoal.agents.vtrace_ac.data import off_policy_data_path
+from shoal.agents.vtrace_ac.loss import VTraceTerms, vtrace_actor_critic_loss, vtrace_terms
 from shoal.agents.vtrace_ac.networks import NetworkSettings, VTraceNet, check_fits, make_networks
 from shoal.agents.vtrace_ac.policy import VTracePolicy
 
@@ -22,9 +26,12 @@ __all__ = [
     "VTraceConfig",
     "VTraceNet",
     "VTracePolicy",
+    "VTraceTerms",
     "check_fits",
     "evaluate",
     "make_networks",
     "masked_mean",
     "off_policy_data_path",
+    "vtrace_actor_critic_loss",
+    "vtrace_terms",
 ]
