@@ -9,12 +9,15 @@
 - `loss`: the V-trace actor-critic loss with the agent's policy term left open: `vtrace_terms`
   (log-probabilities, V-trace targets, standardised advantages) and `vtrace_actor_critic_loss`
   (the policy term plus the weighted baseline loss and entropy bonus, and the metrics).
+- `learner`: `VTraceLearner`, Adam steps of the agent's loss per batch of unrolls, with hooks
+  for the number of steps, what follows each step and the agent's own metrics.
 - `data`: the off-policy unroll queue with bounded staleness.
 """
 
 from shoal.agents.vtrace_ac.batch import Batch, Evaluated, evaluate, masked_mean
 from shoal.agents.vtrace_ac.config import VTraceConfig
 from shoal.agents.vtrace_ac.data import off_policy_data_path
+from shoal.agents.vtrace_ac.learner import StepLoss, VTraceLearner
 from shoal.agents.vtrace_ac.loss import VTraceTerms, vtrace_actor_critic_loss, vtrace_terms
 from shoal.agents.vtrace_ac.networks import NetworkSettings, VTraceNet, check_fits, make_networks
 from shoal.agents.vtrace_ac.policy import VTracePolicy
@@ -23,7 +26,9 @@ __all__ = [
     "Batch",
     "Evaluated",
     "NetworkSettings",
+    "StepLoss",
     "VTraceConfig",
+    "VTraceLearner",
     "VTraceNet",
     "VTracePolicy",
     "VTraceTerms",
