@@ -22,7 +22,7 @@ from shoal.agents.appo.loss import appo_loss
 from shoal.agents.impala import AGENT as IMPALA
 from shoal.agents.impala import IMPALAConfig
 from shoal.agents.impala.loss import impala_loss
-from shoal.agents.vtrace_ac import Batch, evaluate, masked_mean
+from shoal.agents.vtrace_ac import Batch, VTracePolicy, evaluate, make_networks, masked_mean
 from shoal.envs import EnvSpec, InProcessVectorEnv
 from shoal.envs.toy import Countdown
 from shoal.run.checkpoints import load_latest
@@ -201,6 +201,25 @@ def test_appo_loss_is_the_clipped_surrogate_composed_from_the_ops(fields, masked
     assert float(result.metrics["clip_fraction"]) > 0  # off-policy: the clip bites
     assert_same(net, result, appo_reference(net, batch, config, 2.0, target))
     assert torch.equal(result.kl, result.metrics["kl"])
+
+
+# ---- the agent records ----
+
+
+def test_both_agents_are_the_familys_record_with_their_own_learner_and_mutable_fields():
+    family = {"learning_rate", "entropy_coef", "value_coef", "gamma", "trace_lambda"}
+    family |= {"rho_bar", "c_bar", "pg_rho_bar", "max_grad_norm", "reward_clip"}
+    assert IMPALA.mutable == family
+    assert APPO.mutable == family | {"clip_eps", "kl_target"}
+    for agent in (IMPALA, APPO):
+        assert agent.mutable <= set(agent.config_cls.__dataclass_fields__)
+        assert agent.make_policy is VTracePolicy and agent.make_networks is make_networks
+    layout = shoal.agents.base.Layout()
+    impala_queue = IMPALA.make_data_path(SPEC, IMPALAConfig(batch_size=3), layout).make_table(1, 0)
+    appo_config = APPOConfig(batch_size=3, max_policy_lag=5)
+    appo_queue = APPO.make_data_path(SPEC, appo_config, layout).make_table(1, 0)
+    assert (impala_queue.batch, impala_queue.max_lag) == (3, None)
+    assert (appo_queue.batch, appo_queue.max_lag) == (3, 5)
 
 
 # ---- checkpoints from before the shared loss and learner ----

@@ -12,8 +12,11 @@
 - `learner`: `VTraceLearner`, Adam steps of the agent's loss per batch of unrolls, with hooks
   for the number of steps, what follows each step and the agent's own metrics.
 - `data`: the off-policy unroll queue with bounded staleness.
+- `agent`: `vtrace_agent`, an agent's `Agent` record from its name, config and learner (the
+  family's network, policy and queue; `VTRACE_MUTABLE`, the fields PBT may change).
 """
 
+from shoal.agents.vtrace_ac.agent import VTRACE_MUTABLE, vtrace_agent, vtrace_data_path
 from shoal.agents.vtrace_ac.batch import Batch, Evaluated, evaluate, masked_mean
 from shoal.agents.vtrace_ac.config import VTraceConfig
 from shoal.agents.vtrace_ac.data import off_policy_data_path
@@ -23,6 +26,7 @@ from shoal.agents.vtrace_ac.networks import NetworkSettings, VTraceNet, check_fi
 from shoal.agents.vtrace_ac.policy import VTracePolicy
 
 __all__ = [
+    "VTRACE_MUTABLE",
     "Batch",
     "Evaluated",
     "NetworkSettings",
@@ -38,5 +42,7 @@ __all__ = [
     "masked_mean",
     "off_policy_data_path",
     "vtrace_actor_critic_loss",
+    "vtrace_agent",
+    "vtrace_data_path",
     "vtrace_terms",
 ]
