@@ -2,14 +2,16 @@
 off-policy unroll queue (RLlib's APPO after IMPACT, Luo et al. 2020; Sample Factory's APPO,
 Petrenko et al. 2020).
 
-The network, behaviour policy, batch and data path are the V-trace family's
-(`shoal.agents.vtrace_ac`), shared with IMPALA; APPO adds its loss and learner.
+The network, behaviour policy, batch, loss terms, learner and data path are the V-trace
+family's (`shoal.agents.vtrace_ac`), shared with IMPALA; APPO gives its policy term (the clipped
+surrogate against the behaviour or target policy, the KL penalty: `loss.py`), its learner's
+epochs, target network and KL weight (`learner.py`), its config and the policy-lag bound.
 """
 
 from shoal.agents.appo.config import APPOConfig
 from shoal.agents.appo.learner import APPOLearner
-from shoal.agents.base import Agent, Layout
-from shoal.agents.vtrace_ac import VTracePolicy, make_networks, off_policy_data_path
+from shoal.agents.base import Layout
+from shoal.agents.vtrace_ac import off_policy_data_path, vtrace_agent
 from shoal.data import DataPath
 from shoal.envs.spec import EnvSpec
 
@@ -22,29 +24,12 @@ def make_data_path(spec: EnvSpec, config: APPOConfig, layout: Layout) -> DataPat
     )
 
 
-AGENT = Agent(
-    name="appo",
-    config_cls=APPOConfig,
-    make_networks=make_networks,
-    make_policy=VTracePolicy,
-    make_learner=APPOLearner,
+AGENT = vtrace_agent(
+    "appo",
+    APPOConfig,
+    APPOLearner,
     make_data_path=make_data_path,
-    mutable=frozenset(
-        {
-            "learning_rate",
-            "entropy_coef",
-            "value_coef",
-            "gamma",
-            "trace_lambda",
-            "rho_bar",
-            "c_bar",
-            "pg_rho_bar",
-            "clip_eps",
-            "kl_target",
-            "max_grad_norm",
-            "reward_clip",
-        }
-    ),
+    mutable=("clip_eps", "kl_target"),
 )
 
 __all__ = ["AGENT", "APPOConfig", "APPOLearner"]
