@@ -14,7 +14,8 @@ Each row prints the load average (1 min) before and after it.
     python benchmarks/mujoco_sac.py [--steps 100000] [--seeds 3] [--runs sac:HalfCheetah-v5,...]
         [--threads 1]
 
-Quick check: `--steps 12000 --seeds 1 --runs sac:HalfCheetah-v5`.
+Quick check: `--steps 12000 --seeds 1 --runs sac:HalfCheetah-v5`; `--seed-list 1` runs one
+seed alone (to keep each held command short).
 
 SB3 runs from --sb3-python, else peers/sb3/bin/python (made by ../shared/peers/setup_sb3.sh
 peers/sb3, then `peers/sb3/bin/pip install 'gymnasium[mujoco]'`). Needs `pip install
@@ -96,6 +97,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=100_000)
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument(
+        "--seed-list", help="comma-separated seeds to run instead of 0..seeds-1 (e.g. 1,2)"
+    )
     parser.add_argument("--runs", default=DEFAULT_RUNS, help="comma-separated algo:task pairs")
     parser.add_argument("--sb3-python", help="a Python with stable-baselines3 and MuJoCo")
     parser.add_argument(
@@ -106,9 +110,10 @@ def main() -> None:
     if sb3 is None:
         sys.exit("Stable-Baselines3 not found: bash ../shared/peers/setup_sb3.sh peers/sb3")
     pairs = [tuple(item.split(":")) for item in args.runs.split(",")]
+    seeds = [int(x) for x in args.seed_list.split(",")] if args.seed_list else range(args.seeds)
     runs_dir = Path(tempfile.mkdtemp(prefix="shoal-mujoco-"))
     print(
-        f"{args.steps:,} steps, seeds 0 to {args.seeds - 1}, {EVAL_EPISODES}-episode "
+        f"{args.steps:,} steps, seeds {', '.join(map(str, seeds))}, {EVAL_EPISODES}-episode "
         f"deterministic evaluation at the end; seconds from process start to end; torch "
         f"intra-op threads {args.threads} on both sides (shoal --torch-threads, SB3 "
         f"torch.set_num_threads); {os.cpu_count()} CPUs; SB3: {sb3}",
@@ -118,7 +123,7 @@ def main() -> None:
     try:
         for algo, task in pairs:
             ours, theirs = [], []
-            for seed in range(args.seeds):
+            for seed in seeds:
                 before = os.getloadavg()[0]
                 ours.append(run_shoal(algo, task, seed, args.steps, runs_dir, args.threads))
                 between = os.getloadavg()[0]
