@@ -9,7 +9,9 @@ evaluation on both sides; the two frameworks alternate run by run, so both see t
 Both run torch with the same intra-op thread count, `--threads` (1 by default: shoal's
 `--torch-threads` default; SB3 gets `torch.set_num_threads` before it builds its model, since
 torch's own default of every core made SB3 several times slower on the shared 2-core machine).
-Each row prints the load average (1 min) before and after it.
+Each row prints the load average (1 min) before, between and after its two runs, and each run's
+CPU seconds (user + system, the process and its children) beside its wall clock: on a busy
+machine the wall clock measures the other work as much as the run, the CPU seconds much less.
 
     python benchmarks/mujoco_sac.py [--steps 100000] [--seeds 3] [--runs sac:HalfCheetah-v5,...]
         [--threads 1]
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -75,22 +78,29 @@ def run_shoal(
     command += ["--total-steps", str(steps), "--runs-dir", str(runs_dir), "--run-name", name]
     command += ["--progress", "false", "--eval-episodes", str(EVAL_EPISODES)]
     command += ["--torch-threads", str(threads)]
-    started = time.time()
+    started, cpu = time.time(), _children_cpu()
     subprocess.run(command, check=True, capture_output=True, text=True)
-    seconds = time.time() - started
+    seconds, cpu = time.time() - started, _children_cpu() - cpu
     summary = json.loads((runs_dir / name / "summary.json").read_text())
-    return {"return": summary["evaluation"]["mean_return"], "seconds": seconds}
+    return {"return": summary["evaluation"]["mean_return"], "seconds": seconds, "cpu": cpu}
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of the finished child processes so far: a run's own work,
+    which other processes on a busy machine do not inflate the way they do its wall clock."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def run_sb3(python: str, algo: str, task: str, seed: int, steps: int, threads: int = 1) -> dict:
-    started = time.time()
+    started, cpu = time.time(), _children_cpu()
     args = [algo, task, str(seed), str(steps), str(EVAL_EPISODES), str(threads)]
     out = subprocess.run(
         [python, "-c", SB3_SCRIPT, *args], check=True, capture_output=True, text=True
     ).stdout
-    seconds = time.time() - started
+    seconds, cpu = time.time() - started, _children_cpu() - cpu
     row = json.loads([line for line in out.splitlines() if line.startswith("{")][-1])
-    return {"return": row["return"], "seconds": seconds}
+    return {"return": row["return"], "seconds": seconds, "cpu": cpu}
 
 
 def main() -> None:
@@ -138,13 +148,18 @@ def main() -> None:
     finally:
         shutil.rmtree(runs_dir, ignore_errors=True)
     print(f"\nload average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print("\n| algo | task | shoal return | SB3 return | shoal s | SB3 s | time ratio |")
-    print("|---|---|---|---|---|---|---|")
+    print(
+        "\n| algo | task | shoal return | SB3 return | shoal s | SB3 s | time ratio "
+        "| shoal CPU s | SB3 CPU s | CPU ratio |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for algo, task, ours, theirs in table:
         ratio = _mean(ours, "seconds") / _mean(theirs, "seconds")
+        cpu_ratio = _mean(ours, "cpu") / _mean(theirs, "cpu")
         print(
             f"| {algo} | {task} | {_spread(ours, 'return')} | {_spread(theirs, 'return')} "
-            f"| {_mean(ours, 'seconds'):.0f} | {_mean(theirs, 'seconds'):.0f} | {ratio:.2f}x |"
+            f"| {_mean(ours, 'seconds'):.0f} | {_mean(theirs, 'seconds'):.0f} | {ratio:.2f}x "
+            f"| {_mean(ours, 'cpu'):.0f} | {_mean(theirs, 'cpu'):.0f} | {cpu_ratio:.2f}x |"
         )
 
 
@@ -160,7 +175,8 @@ def _spread(results: list[dict], key: str) -> str:
 
 
 def _fmt(result: dict) -> str:
-    return f"return {result['return']:.1f} in {result['seconds']:.0f} s"
+    cpu = f" ({result['cpu']:.0f} CPU s)" if "cpu" in result else ""
+    return f"return {result['return']:.1f} in {result['seconds']:.0f} s{cpu}"
 
 
 if __name__ == "__main__":
