@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import torch
@@ -24,6 +25,7 @@ from shoal.agents.common import (
     optimizer_step,
 )
 from shoal.agents.common import incremental_update as polyak_update
+from shoal.agents.continuous.networks import twin_q_optimizer_state
 from shoal.agents.sac.config import SACConfig
 from shoal.agents.sac.loss import actor_loss, alpha_loss, critic_loss, sample_policy, transitions
 from shoal.agents.sac.networks import SACNet, action_dim
@@ -85,6 +87,11 @@ class SACLearner(DeclaredState):
         """CPU copies of the actor's weights: all that acting needs (`SACPolicy.load_weights`)."""
         state = self.net.actor.state_dict()
         return {key: value.detach().to("cpu", copy=True) for key, value in state.items()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """The state `state_dict` gave; a checkpoint of the twin critics' earlier layout (two
+        separate MLPs) loads too, its critic optimiser's moments rearranged to match."""
+        super().load_state_dict(twin_q_optimizer_state(state, self.net.critic))
 
     def learner_state(self) -> LearnerState:
         # The replay is the data path's and is not checkpointed: a resumed run refills it.

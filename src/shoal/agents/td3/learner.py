@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from shoal.agents.common import (
     optimizer_step,
 )
 from shoal.agents.continuous import transitions
+from shoal.agents.continuous.networks import twin_q_optimizer_state
 from shoal.agents.td3.config import TD3Config
 from shoal.agents.td3.loss import actor_loss, critic_loss
 from shoal.agents.td3.networks import TD3Net
@@ -78,6 +80,11 @@ class TD3Learner(DeclaredState):
         """CPU copies of the actor's weights: all that acting needs (`TD3Policy.load_weights`)."""
         state = self.net.actor.state_dict()
         return {key: value.detach().to("cpu", copy=True) for key, value in state.items()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """The state `state_dict` gave; a checkpoint of the twin critics' earlier layout (two
+        separate MLPs) loads too, its critic optimiser's moments rearranged to match."""
+        super().load_state_dict(twin_q_optimizer_state(state, self.net.critic))
 
     def learner_state(self) -> LearnerState:
         # The replay is the data path's and is not checkpointed: a resumed run refills it.
