@@ -62,7 +62,8 @@ def cem_maximize(
         q_fn: actions `[B, N, D]` -> values `[B, N]` (the states are the caller's).
         noise: standard normal draws `[I, B, N, D]`; `I` iterations of `N` samples.
         num_elites: M, the samples each Gaussian is fitted to, `1 <= M <= N`.
-        low, high: the box's bounds (floats or `[D]` tensors), `low < high`.
+        low: the box's lower bounds (a float or a `[D]` tensor), `low < high`.
+        high: the box's upper bounds (a float or a `[D]` tensor).
         mean: the first Gaussian's mean `[B, D]`; default the box's centre.
         std: the first Gaussian's std `[B, D]`; default half the box's width.
 
