@@ -56,6 +56,10 @@ AGENTS: dict[str, tuple[str, str]] = {
         "shoal.agents.sac",
         "Soft Actor-Critic: squashed Gaussian policy, twin critics, tuned entropy (continuous)",
     ),
+    "qtopt": (
+        "shoal.agents.qtopt",
+        "QT-Opt: a Q-function maximised by CEM, no actor, clipped double Q (continuous)",
+    ),
     "td3": (
         "shoal.agents.td3",
         "TD3: deterministic policy, twin critics, delayed updates, target smoothing (continuous)",

@@ -40,7 +40,7 @@ SMALL = {
 
 
 def _env_for(algo: str) -> str:
-    continuous_only = {"sac", "td3", "ddpg"}
+    continuous_only = {"sac", "td3", "ddpg", "qtopt"}
     board_games_only = {"alphazero"}  # searches with the game's rules: a two-player board game
     if algo in board_games_only:
         return "tictactoe"

@@ -184,6 +184,32 @@ class HiddenVelocity(gym.ObservationWrapper):
         return observation[[0, 2]]
 
 
+class ReachTarget(gym.Env):
+    """One step with a continuous action: the observation is a target `x` in [-1, 1]^2, the
+    action `a` in [-1, 1]^2, the reward `-|a - x|²`, then the episode terminates. The best
+    return is 0; uniform random actions average -4/3. A continuous-control learner that finds
+    `a = x` from its Q-function or its actor has learned; it takes a few thousand steps."""
+
+    def __init__(self) -> None:
+        self.observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.target = np.zeros(2, np.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        self.target = self.np_random.uniform(-1.0, 1.0, 2).astype(np.float32)
+        return self.target.copy(), {}
+
+    def step(self, action: np.ndarray):
+        reward = -float(np.sum((np.asarray(action, np.float32) - self.target) ** 2))
+        return self.target.copy(), reward, True, False, {}
+
+
+def reach_target() -> gym.Env:
+    """`ReachTarget`: `--env shoal.envs.toy:reach_target`."""
+    return ReachTarget()
+
+
 def repeat_first() -> gym.Env:
     """`RepeatFirst` with two cues and four blank steps: `--env shoal.envs.toy:repeat_first`."""
     return RepeatFirst()

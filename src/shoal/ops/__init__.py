@@ -9,6 +9,7 @@ package imports only torch, numpy and the standard library.
 
 from shoal.ops.actor_critic import NStepAdvantage, n_step_advantage
 from shoal.ops.advantages import generalized_advantage_estimation, normalize_advantages
+from shoal.ops.cem import CEMResult, cem_maximize
 from shoal.ops.distributional import (
     CategoricalLoss,
     categorical_double_q_learning,
@@ -88,6 +89,7 @@ from shoal.ops.vtrace import VTraceReturns, vtrace, vtrace_policy_gradient_loss
 __all__ = [
     "ARSDirection",
     "AlphaZeroLoss",
+    "CEMResult",
     "CategoricalLoss",
     "ConjugateGradient",
     "LineSearch",
@@ -105,6 +107,7 @@ __all__ = [
     "categorical_log_prob",
     "categorical_projection",
     "categorical_sample",
+    "cem_maximize",
     "centered_ranks",
     "clip_fraction",
     "clipped_double_q_target",
