@@ -3,6 +3,8 @@ that keeps failing is one clear paragraph (seen under a load average of 40 on 2 
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from shoal.errors import ShoalError
@@ -10,6 +12,7 @@ from shoal.runtime import ray_connect
 
 ray = pytest.importorskip("ray")
 
+NICENESS = "RAY_worker_niceness"  # Ray's own name (ray_constants.RAY_WORKER_NICENESS)
 LATE = "The current node timed out during startup. This could happen because ..."
 
 
@@ -63,3 +66,35 @@ def test_other_failures_are_not_retried(fake, monkeypatch):
     monkeypatch.setattr(ray, "init", broken)
     with pytest.raises(ValueError, match="num_cpus"):
         ray_connect.start_local(num_cpus=2)
+
+
+def test_workers_of_a_local_ray_run_at_the_drivers_priority(fake, monkeypatch):
+    # Ray's default is nice 15: beside one busy process its workers (the run's roles) starved.
+    monkeypatch.delenv(NICENESS, raising=False)
+    seen = []
+    init = fake(failures=0)
+
+    def looks(**kw: object) -> None:
+        seen.append(os.environ.get(NICENESS))
+        init.init(**kw)
+
+    monkeypatch.setattr(ray, "init", looks)
+    ray_connect.start_local(num_cpus=2)
+    assert seen == ["0"]
+    monkeypatch.setenv(NICENESS, "10")  # a user's own setting is kept
+    seen.clear()
+    ray_connect.start_local(num_cpus=2)
+    assert seen == ["10"]
+
+
+@pytest.mark.integration
+def test_a_local_rays_workers_are_not_niced(monkeypatch):
+    monkeypatch.delenv(NICENESS, raising=False)
+    watchdog = ray_connect.start_local(num_cpus=1)
+    try:
+        niceness = ray.get(ray.remote(lambda: os.nice(0)).remote())
+    finally:
+        ray.shutdown()
+        if watchdog is not None:
+            watchdog.end()
+    assert niceness == os.nice(0)
