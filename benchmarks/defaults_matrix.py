@@ -16,8 +16,10 @@ are listed as skipped with the reason.
 Each run is appended to a JSON-lines file (`--results`) as it ends, with its wall time, the load
 average around it and the replay ratio the replay agents held (the last `replay_ratio` row of
 `metrics.jsonl`: items sampled per item inserted); a cell already in the file is not run again,
-so a matrix can be run piecewise across sessions. The table printed at the end holds, per
-(agent, runtime, load) cell, the worst seed's evaluation, each run's time and the replay ratio.
+so a matrix can be run piecewise across sessions (a run that failed is run again). The table
+printed at the end holds, per (agent, runtime, load) cell, the worst seed's evaluation, each
+run's time and the replay ratio. Run ray cells with `--jobs 1`: two local Ray clusters started at
+once on a loaded 2-core machine failed to place their processes within Ray's 120 s.
 
     python benchmarks/defaults_matrix.py [--algos apex dqn] [--seeds 0 1 2 3 4]
         [--runtimes inline ray] [--busy] [--results FILE] [--max-minutes 14] [--table-only]
@@ -189,7 +191,7 @@ def main() -> None:
     args = parser.parse_args()
     load = "busy" if args.busy else "idle"
     records = read_results(args.results)
-    done = {key(r) for r in records}
+    done = {key(r) for r in records if "error" not in r}  # a failed run is run again
     todo = [
         (algo, env_id, runtime, seed)
         for algo in args.algos
