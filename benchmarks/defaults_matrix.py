@@ -37,6 +37,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from shoal.catalog import AGENTS
 
@@ -94,7 +95,7 @@ def replay_ratio(run_dir: Path) -> float | None:
     return ratio
 
 
-def run_one(algo: str, env_id: str, runtime: str, seed: int, runs_dir: str) -> dict:
+def run_one(algo: str, env_id: str, runtime: str, seed: int, runs_dir: str) -> dict[str, Any]:
     """Train `algo` with its defaults and evaluate the final policy; the record to keep."""
     command = [sys.executable, "-m", "shoal", "train", algo, "--env", env_id]
     command += ["--seed", str(seed), "--runs-dir", runs_dir, "--progress", "false"]
@@ -105,7 +106,7 @@ def run_one(algo: str, env_id: str, runtime: str, seed: int, runs_dir: str) -> d
     started = time.time()
     done = subprocess.run(command, capture_output=True, text=True)
     seconds = time.time() - started
-    record: dict = {"seconds": round(seconds, 1), "load_before": round(load_before, 2)}
+    record: dict[str, Any] = {"seconds": round(seconds, 1), "load_before": round(load_before, 2)}
     record["load_after"] = round(os.getloadavg()[0], 2)
     if done.returncode != 0:
         record["error"] = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
@@ -127,19 +128,19 @@ def run_one(algo: str, env_id: str, runtime: str, seed: int, runs_dir: str) -> d
     return record
 
 
-def key(record: dict) -> tuple:
+def key(record: dict[str, Any]) -> tuple[Any, ...]:
     return (record["algo"], record["env"], record["runtime"], record["load"], record["seed"])
 
 
-def read_results(path: Path) -> list[dict]:
+def read_results(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def table(records: list[dict], algos: list[str]) -> str:
+def table(records: list[dict[str, Any]], algos: list[str]) -> str:
     """Worst seed per (agent, runtime, load), each run's time and the replay ratio held."""
-    cells: dict[tuple, list[dict]] = {}
+    cells: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for r in records:
         if r["algo"] in algos:
             cells.setdefault((r["algo"], r["env"], r["runtime"], r["load"]), []).append(r)

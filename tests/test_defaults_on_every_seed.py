@@ -42,7 +42,7 @@ def greedy_returns(run_dir: Path, env_id: str, episodes: int = EPISODES) -> list
     return returns
 
 
-def test_apex_defaults_solve_cartpole_on_ray_seed_1_beside_a_busy_process(tmp_path):
+def test_apex_defaults_solve_cartpole_on_ray_seed_1_beside_a_busy_process(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "shoal", "train", "apex", "--env", "CartPole-v1"]
     command += ["--seed", "1", "--runtime", "ray", "--actors", "2", "--runs-dir", str(tmp_path)]
     command += ["--run-name", "apex", "--progress", "false", "--tensorboard", "false"]
