@@ -218,12 +218,14 @@ def test_apex_dpg_swings_up_pendulum_inline_with_two_actors(quiet_run):
 @pytest.mark.timeout(1200)
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_apex_dpg_on_ray_with_two_actors_and_two_replay_shards(ray_cluster, quiet_run, seed):
-    # Greedy 10-episode means at 6k steps over seeds 0, 1, 2: -109.2, -122.8, -134.6 (2 actors
-    # on their own Ray processes, the learner not waiting for them: load-dependent).
+    # Greedy 10-episode means at 6k steps over seeds 0, 1, 2: -109.2, -122.8, -134.6 here, but
+    # -331.7 for seed 1 in one CI run: on ray the order in which the two actors' unrolls reach
+    # the shards, and so the data, varies from run to run (the rate limiter fixes only how much
+    # is learned per step). 8k steps, as inline, leaves the runs that swing up late the time to.
     run = {**quiet_run, "runtime": "ray", "actors": 2, "replay_shards": 2}
     run |= {"eval_episodes": 10, "log_interval": 1000}
     result = shoal.train(
-        "ddpg", "Pendulum-v1", seed=seed, total_steps=6_000, agent=APEX_PENDULUM, run=run
+        "ddpg", "Pendulum-v1", seed=seed, total_steps=8_000, agent=APEX_PENDULUM, run=run
     )
     last = last_row(result.run_dir)
     assert last["replay_inserted"] >= 5_000 and last["replay_shards_live"] == 2

@@ -140,7 +140,7 @@ def test_initial_priorities_memory_and_field_checks():
     assert replay.memory_bytes() >= 8 * per_sequence
     assert replay.priority_total == pytest.approx(4.0, rel=1e-4)
     weights = replay.sample(32, 1.0, np.random.default_rng(0))
-    # w = (P(i) / P_min)^-β: the priority-3 sequence weighs 1/3.
+    # w = (P(i) / P_max)^-β over the batch (both drawn): the priority-3 sequence weighs 1/3.
     np.testing.assert_allclose(np.unique(weights["weights"]), [1 / 3, 1.0], rtol=1e-5)
     with pytest.raises(ValueError, match="fields"):
         replay.add({k: v for k, v in _sequences(1).items() if k != "acted"})

@@ -9,10 +9,14 @@ sampler with priorities computed by the actors; pass those to `insert`.
 Decisions:
 - Stratified draws: the total is split into `batch_size` equal segments and one uniform value is
   drawn in each (Schaul et al., appendix B.2.1), which lowers the variance of a batch.
-- Weights are normalised by the largest weight over the whole buffer, i.e. by the smallest stored
-  priority (kept in a `MinTree`), as in the paper, not by the batch maximum. Then
-  `w_i = (P(i) / P_min)^-β`: N cancels, every weight is in (0, 1], and a batch's scale does not
-  depend on which items it happened to draw.
+- Weights are normalised by the batch's largest weight (as Dopamine's and Acme's prioritised
+  agents do), not by the largest over the whole buffer (the paper's `max_j`, with the buffer's
+  smallest priority). Both give the items of a batch the same relative weights; they differ in
+  the batch's scale. Over the buffer, one item whose TD error reaches ~0 (priority ε) scales
+  every other weight by `(ε / p)^(αβ)`: on CartPole, Ape-X's mean weight fell from 0.1 to 7e-4
+  over 150k steps, the loss's gradients fell below Adam's ε (1.5e-4 in the value agents) and
+  learning all but stopped, freezing whatever greedy policy the run had then (181 to 500 by
+  seed). Over the batch, the largest weight is 1 and the mean stayed 0.06 to 0.4.
 - New items get the largest priority `|δ| + ε` seen so far (1.0 before any), so each is sampled
   at least once soon after insertion (Schaul et al., algorithm 1, line 6).
 - α = 0 gives uniform sampling with all weights 1; the uniform replay uses exactly that.
@@ -26,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from shoal.replay.sum_tree import MinTree, SumTree
+from shoal.replay.sum_tree import SumTree
 
 __all__ = ["LinearSchedule", "PrioritizedSampler"]
 
@@ -58,7 +62,7 @@ class PrioritizedSampler:
     """Priorities `p_i^α` of `capacity` slots and proportional, stratified sampling over them.
 
     A slot is active from `insert` (or `set_priorities`) until `remove`; only active slots are
-    drawn and counted in the minimum used to normalise the weights.
+    drawn.
     """
 
     def __init__(self, capacity: int, alpha: float, eps: float = 1e-6) -> None:
@@ -70,7 +74,6 @@ class PrioritizedSampler:
         self.alpha = float(alpha)
         self.eps = float(eps)
         self._sum = SumTree(capacity)
-        self._min = MinTree(capacity)
         self._max_priority = 1.0  # largest |δ| + ε seen so far, before the exponent α
 
     @property
@@ -85,25 +88,22 @@ class PrioritizedSampler:
 
     @property
     def nbytes(self) -> int:
-        return self._sum.nbytes + self._min.nbytes
+        return self._sum.nbytes
 
     def state_dict(self, used: int) -> dict[str, Any]:
-        """The priorities `p^α` of slots `[0, used)` in both trees (views; the slots after them
-        are empty) and the largest priority so far."""
-        sums, mins = self._sum.leaves[:used], self._min.leaves[:used]
-        return {"sum": sums, "min": mins, "max_priority": self._max_priority}
+        """The priorities `p^α` of slots `[0, used)` (a view; the slots after them are empty)
+        and the largest priority so far."""
+        return {"sum": self._sum.leaves[:used], "max_priority": self._max_priority}
 
     def load_state_dict(self, state: Mapping[str, Any], used: int) -> None:
-        """Priorities as `state_dict(used)` gave them, into a sampler with none set yet. The
-        trees' inner nodes are recomputed from the leaves, so they equal the saved ones."""
-        sums, mins = (np.asarray(state[key], np.float64) for key in ("sum", "min"))
-        if sums.shape != (used,) or mins.shape != (used,):
-            raise ValueError(
-                f"the snapshot holds {sums.shape} and {mins.shape} priorities for {used} rows"
-            )
-        slots = np.arange(used)
-        self._sum.update(slots, sums)
-        self._min.update(slots, mins)
+        """Priorities as `state_dict(used)` gave them, into a sampler with none set yet (a
+        snapshot's "min" leaves, written before weights were normalised per batch, are not
+        needed). The tree's inner nodes are recomputed from the leaves, so they equal the saved
+        ones."""
+        sums = np.asarray(state["sum"], np.float64)
+        if sums.shape != (used,):
+            raise ValueError(f"the snapshot holds {sums.shape} priorities for {used} rows")
+        self._sum.update(np.arange(used), sums)
         self._max_priority = float(state["max_priority"])
 
     def insert(self, indices: np.ndarray, priorities: np.ndarray | None = None) -> None:
@@ -138,14 +138,12 @@ class PrioritizedSampler:
         """Deactivate slots `indices [K]`: they are no longer drawn."""
         idx = np.asarray(indices, dtype=np.int64)
         self._sum.update(idx, np.zeros(idx.shape))
-        self._min.update(idx, np.full(idx.shape, np.inf))
 
     def _set(self, indices: np.ndarray, priorities: np.ndarray) -> None:
         if priorities.size:
             self._max_priority = max(self._max_priority, float(priorities.max()))
         scaled = priorities**self.alpha
         self._sum.update(indices, scaled)
-        self._min.update(indices, scaled)
 
     def probabilities(self, indices: np.ndarray) -> np.ndarray:
         """`P(i) = p_i^α / Σ_k p_k^α` for slots `indices [K]`, float64."""
@@ -158,8 +156,8 @@ class PrioritizedSampler:
 
         Returns:
             `(indices [B] int64, weights [B] float32)` with
-            `weights = (N · P(i))^-β / max_j (N · P(j))^-β = (P(i) / P_min)^-β`, the max (min)
-            over all active slots.
+            `weights = (N · P(i))^-β / max_j (N · P(j))^-β = (P(i) / P_max)^-β`, the max over
+            the batch (P_max: the batch's least likely item), so the largest weight is 1.
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
@@ -171,6 +169,6 @@ class PrioritizedSampler:
         segment = total / batch_size
         values = (np.arange(batch_size) + rng.random(batch_size)) * segment
         indices = self._sum.find_prefix_sum(values)
-        ratio = self._sum.get(indices) / self._min.min  # P(i) / P_min, >= 1
-        weights = np.minimum(ratio ** (-beta), 1.0)
+        scaled = self._sum.get(indices)  # p_i^α, proportional to P(i)
+        weights = (scaled / scaled.min()) ** (-beta)
         return indices, weights.astype(np.float32)
