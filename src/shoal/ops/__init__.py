@@ -1,6 +1,6 @@
 """Pure RL math: returns, advantages, policy losses, action distributions, critic targets,
-distributional (categorical) targets, exploration noise, trust-region steps and tree search
-(AlphaZero's PUCT).
+distributional (categorical and quantile) targets, exploration noise, trust-region steps and
+tree search (AlphaZero's PUCT).
 
 Stateless functions on time-major `[T, B]` tensors (or any shape where no time axis exists), in
 the style of rlax: one topic per module, shape checks on entry, a paper reference per op. This
@@ -49,6 +49,12 @@ from shoal.ops.policy_losses import (
     value_loss,
 )
 from shoal.ops.proximal import adaptive_kl_coefficient, target_clipped_log_ratio
+from shoal.ops.quantile import (
+    QuantileLoss,
+    quantile_double_q_learning,
+    quantile_huber_loss,
+    quantile_midpoints,
+)
 from shoal.ops.retrace import retrace, transformed_greedy_retrace
 from shoal.ops.returns import (
     complete_return_mask,
@@ -94,6 +100,7 @@ __all__ = [
     "ConjugateGradient",
     "LineSearch",
     "NStepAdvantage",
+    "QuantileLoss",
     "SearchResult",
     "SquashedSample",
     "VTraceReturns",
@@ -137,6 +144,9 @@ __all__ = [
     "ornstein_uhlenbeck_step",
     "policy_value_loss",
     "puct_scores",
+    "quantile_double_q_learning",
+    "quantile_huber_loss",
+    "quantile_midpoints",
     "retrace",
     "run_searches",
     "signed_hyperbolic",

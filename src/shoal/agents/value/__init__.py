@@ -3,7 +3,8 @@
 - `learner`: `QLearner`, one gradient step per sampled batch on a loss given to it (`QLoss`,
   returning `LossResult`), with a periodic or Polyak target (Acme's `learning_lib`).
 - `loss`: the transition losses (`dqn_loss`: double Q, Huber; `categorical_dqn_loss`: C51's
-  projected distributional target, KL priorities; `transition_loss` picks by the config) and
+  projected distributional target, KL priorities; `quantile_dqn_loss`: QR-DQN's quantile Huber
+  loss; `transition_loss` picks by the config) and
   sequence priorities.
 - `exploration`: Ape-X's per-actor or per-env epsilons.
 - `transitions` and `replay`: the n-step transition data path, and the rate-limited table that
@@ -31,6 +32,7 @@ from shoal.agents.value.loss import (
     LossResult,
     categorical_dqn_loss,
     dqn_loss,
+    quantile_dqn_loss,
     sequence_priorities,
     td_errors,
     transition_loss,
@@ -63,6 +65,7 @@ __all__ = [
     "exploration_rates",
     "make_q_networks",
     "make_transition_data_path",
+    "quantile_dqn_loss",
     "replay_table",
     "sequence_priorities",
     "stored_frame_stack",

@@ -10,7 +10,8 @@ field only where its default differs; every section checks its own fields.
 `DQNConfig`: Mnih et al. 2015 with double Q (van Hasselt et al. 2016), dueling heads (Wang et
 al. 2016), n-step returns and prioritised replay (Schaul et al. 2016), as in Ape-X (Horgan et
 al. 2018), and optionally a categorical return distribution (C51, Bellemare et al. 2017) and
-noisy layers (Fortunato et al. 2018): all six together are Rainbow (Hessel et al. 2018)."""
+noisy layers (Fortunato et al. 2018): all six together are Rainbow (Hessel et al. 2018). Or
+quantiles of the return instead of the categorical (QR-DQN, Dabney et al. 2018)."""
 
 from __future__ import annotations
 
@@ -179,7 +180,8 @@ class DQNConfig(NStepTargetConfig, ReplayConfig):
     dueling_hidden: int = param(256, "Hidden units of each dueling stream.")
     huber_delta: float = param(
         1.0,
-        "Huber loss threshold on the TD error (inf: squared loss); unused when distributional.",
+        "Huber loss threshold on the TD error (inf: squared loss); kappa of the quantile Huber "
+        "loss when quantile (finite); unused when distributional.",
         allow_inf=True,
     )
     distributional: bool = param(
@@ -188,6 +190,12 @@ class DQNConfig(NStepTargetConfig, ReplayConfig):
         "(Bellemare et al. 2017); loss: its cross-entropy, priority: its KL (Rainbow).",
     )
     num_atoms: int = param(51, "Atoms of the return distribution (distributional).")
+    quantile: bool = param(
+        False,
+        "QR-DQN: learn num_quantiles quantiles of the return per action (Dabney et al. 2018) by "
+        "the quantile Huber loss (kappa: huber_delta), which is also the priority.",
+    )
+    num_quantiles: int = param(200, "Quantiles per action (quantile; the paper's Atari 200).")
     v_min: float = param(-10.0, "Lowest atom (distributional); targets below it are clipped to it.")
     v_max: float = param(10.0, "Highest atom (distributional); targets above it are clipped to it.")
     noisy: bool = param(
@@ -232,6 +240,21 @@ class DQNConfig(NStepTargetConfig, ReplayConfig):
         self._check_distribution_and_noise()
 
     def _check_distribution_and_noise(self) -> None:
+        if self.distributional and self.quantile:
+            raise ValueError(
+                "distributional (C51) and quantile (QR-DQN) are two ways to learn the return "
+                "distribution; pick one: --agent.distributional false or --agent.quantile false."
+            )
+        if self.num_quantiles < 1:
+            raise ValueError(
+                f"num_quantiles must be >= 1, got {self.num_quantiles}; set "
+                "--agent.num-quantiles 200 (QR-DQN's Atari setting)."
+            )
+        if self.quantile and self.huber_delta == math.inf:
+            raise ValueError(
+                "quantile needs a finite huber_delta (the quantile Huber loss's kappa); set "
+                "--agent.huber-delta 1.0 (the paper's)."
+            )
         if self.num_atoms < 2:
             raise ValueError(
                 f"num_atoms must be >= 2 (a support needs two ends), got {self.num_atoms}; set "
@@ -251,8 +274,11 @@ class DQNConfig(NStepTargetConfig, ReplayConfig):
 
     @property
     def atoms(self) -> int:
-        """Outputs per action of the Q-network: num_atoms when distributional, else 1."""
-        return self.num_atoms if self.distributional else 1
+        """Outputs per action of the Q-network: num_atoms when distributional, num_quantiles
+        when quantile, else 1."""
+        if self.distributional:
+            return self.num_atoms
+        return self.num_quantiles if self.quantile else 1
 
     def epsilon(self, actor_steps: int, actor_index: int, num_actors: int) -> float:
         """The exploration rate of actor `actor_index` of `num_actors` after `actor_steps`."""

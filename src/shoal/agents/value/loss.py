@@ -15,8 +15,12 @@ With `config.distributional` (C51, Bellemare et al. 2017; Rainbow, Hessel et al.
 network gives a categorical return distribution per action, the target is the target network's
 distribution at the same `a*`, shifted by R and scaled by the discount and projected onto the
 atoms (`shoal.ops.categorical_double_q_learning`), the loss its importance-weighted
-cross-entropy and the priority its KL divergence (`categorical_dqn_loss`). `transition_loss`
-picks one of the two from the config.
+cross-entropy and the priority its KL divergence (`categorical_dqn_loss`). With
+`config.quantile` (QR-DQN, Dabney et al. 2018) it gives quantiles of the return per action; the
+target is the target network's quantiles at `a*` (by the means), shifted and scaled likewise,
+and the loss the importance-weighted quantile Huber loss (`shoal.ops.quantile_double_q_learning`),
+also the priority, as Rainbow's KL is (the paper replays uniformly). `transition_loss` picks one
+of the three from the config.
 """
 
 from __future__ import annotations
@@ -193,12 +197,80 @@ def categorical_dqn_loss(
     return LossResult(loss, kl, metrics)
 
 
+def quantile_terms(
+    online: QNet,
+    target: QNet,
+    data: Mapping[str, np.ndarray],
+    config: DQNConfig,
+    theta: torch.Tensor | None = None,
+    next_online_q: torch.Tensor | None = None,
+) -> ops.QuantileLoss:
+    """The quantile double-Q loss of a batch (`[B]`) and its target quantiles.
+
+    `theta` (the online quantiles at s, `[B, A, N]`) carry the gradients when given;
+    `next_online_q` (Q_online(s') `[B, A]`) saves a forward pass when the caller has it.
+    """
+    batch = _tensors(data, online)
+    reward = batch["reward"]
+    if config.reward_clip is not None:
+        reward = reward.clamp(-config.reward_clip, config.reward_clip)
+    with torch.no_grad():
+        next_theta = target.quantiles(batch["next_obs"])
+        if not config.double_q or online is target:
+            selector = next_theta.mean(-1)
+        else:
+            selector = next_online_q if next_online_q is not None else online(batch["next_obs"])
+        if theta is None:
+            theta = online.quantiles(batch["obs"])
+    return ops.quantile_double_q_learning(
+        theta,
+        batch["action"],
+        reward,
+        batch["discount"],
+        next_theta,
+        selector,
+        legal_actions(batch["next_obs"]),
+        kappa=config.huber_delta,
+    )
+
+
+def quantile_dqn_loss(
+    online: QNet, target: QNet, data: Mapping[str, np.ndarray], config: DQNConfig
+) -> LossResult:
+    """Importance-weighted quantile Huber loss of the n-step quantile targets (QR-DQN); the
+    priorities are the per-transition losses."""
+    device = next(online.parameters()).device
+    obs, action = _obs(data, "obs", online), _tensor(data, "action", device)
+    next_online_q = None
+    if config.double_q:
+        # One online pass over s and s' together; only the s half carries gradients.
+        both = online.quantiles(map_tree(_cat, obs, _obs(data, "next_obs", online)))
+        theta = both[: len(action)]
+        next_online_q = both[len(action) :].detach().mean(-1)
+    else:
+        theta = online.quantiles(obs)
+    terms = quantile_terms(online, target, data, config, theta, next_online_q)
+    weights = torch.from_numpy(np.asarray(data["weights"], np.float32)).to(device)
+    loss = (weights * terms.loss).mean()
+    per_item = terms.loss.detach()
+    q_taken = theta.detach().mean(-1).gather(-1, action[:, None]).squeeze(-1)
+    metrics = {
+        "loss": loss.detach(),
+        "q_mean": q_taken.mean(),
+        "quantile_loss_mean": per_item.mean(),
+    }
+    return LossResult(loss, per_item, metrics)
+
+
 def transition_loss(
     online: QNet, target: QNet, data: Mapping[str, np.ndarray], config: DQNConfig
 ) -> LossResult:
-    """`categorical_dqn_loss` when `config.distributional`, else `dqn_loss`."""
+    """`categorical_dqn_loss` when `config.distributional`, `quantile_dqn_loss` when
+    `config.quantile`, else `dqn_loss`."""
     if getattr(config, "distributional", False):
         return categorical_dqn_loss(online, target, data, config)
+    if getattr(config, "quantile", False):
+        return quantile_dqn_loss(online, target, data, config)
     return dqn_loss(online, target, data, config)
 
 

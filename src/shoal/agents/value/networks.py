@@ -1,5 +1,5 @@
 """DQN's network: a torso picked from the observation space and a (dueling) Q head, optionally
-categorical (C51) and noisy (Rainbow)."""
+categorical (C51) or of quantiles (QR-DQN), and noisy (Rainbow)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,9 @@ class QNet(nn.Module):
     layer, its layers noisy (Fortunato et al. 2018) with `config.noisy`. With
     `config.distributional` the head gives logits of a categorical over `atoms` (`[N]`, a
     buffer) per action (C51, Bellemare et al. 2017): `logits(obs)` is `[B, A, N]` and the
-    Q-values are their expectations, so acting is the same either way.
+    Q-values are their expectations, so acting is the same either way. With `config.quantile`
+    the head gives `num_quantiles` quantiles of the return per action (QR-DQN, Dabney et al.
+    2018): `quantiles(obs)` is `[B, A, N]` and the Q-values are their means.
     """
 
     def __init__(self, spec: EnvSpec, config: DQNConfig) -> None:
@@ -42,7 +44,7 @@ class QNet(nn.Module):
         self.num_actions = spec.num_actions
         # How replay stores a Dict observation (its action mask too): one packed vector.
         self.obs_packing = ObsPacking(spec.observation_space) if spec.dict_obs else None
-        self.distributional = config.distributional
+        self.distributional, self.quantile = config.distributional, config.quantile
         atoms, noisy, sigma = config.atoms, config.noisy, config.noisy_sigma
         self.head: nn.Module = (
             DuelingQHead(
@@ -69,6 +71,13 @@ class QNet(nn.Module):
         out = self.head(self.torso(obs))
         return out.view(out.shape[0], self.num_actions, -1)
 
+    def quantiles(self, obs: Any) -> torch.Tensor:
+        """`[B, A, N]` quantiles of the return at the midpoints `(2i - 1) / 2N` (quantile)."""
+        if not self.quantile:
+            raise ValueError("quantiles: this Q-network does not learn quantiles")
+        out = self.head(self.torso(obs))
+        return out.view(out.shape[0], self.num_actions, -1)
+
     def q_values(self, logits: torch.Tensor) -> torch.Tensor:
         """The expectations `[B, A]` of the distributions of `logits` `[B, A, N]`."""
         return (torch.softmax(logits, -1) * self.atoms).sum(-1)
@@ -76,6 +85,8 @@ class QNet(nn.Module):
     def forward(self, obs: Any) -> torch.Tensor:
         if self.distributional:
             return self.q_values(self.logits(obs))
+        if self.quantile:
+            return self.quantiles(obs).mean(-1)
         return self.head(self.torso(obs))
 
 

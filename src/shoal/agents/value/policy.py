@@ -16,7 +16,7 @@ import torch
 from shoal.agents.base import ActMode, Layout, Policy, PolicyStep, State, StepInputs
 from shoal.agents.value.config import DQNConfig
 from shoal.agents.value.exploration import epsilon_greedy
-from shoal.agents.value.loss import categorical_terms, td_errors
+from shoal.agents.value.loss import categorical_terms, quantile_terms, td_errors
 from shoal.agents.value.networks import QNet
 from shoal.envs.spec import EnvSpec
 from shoal.nets import mean_weights, module_device
@@ -72,9 +72,12 @@ class DQNPolicy(Policy):
 @torch.inference_mode()
 def initial_priorities(net: QNet, config: DQNConfig, data: Mapping[str, np.ndarray]) -> np.ndarray:
     """`|δ| + ε` of each transition under the acting weights (`net` as its own target); the KL
-    divergence of the categorical loss + ε when distributional (Rainbow's priority)."""
+    divergence of the categorical loss + ε when distributional (Rainbow's priority), the
+    quantile Huber loss + ε when quantile."""
     if config.distributional:
         errors = categorical_terms(net, net, data, config).kl.clamp(min=0.0)
+    elif config.quantile:
+        errors = quantile_terms(net, net, data, config).loss
     else:
         errors = td_errors(net, net, data, config).abs()
     return (errors + config.priority_eps).cpu().numpy().astype(np.float32)
