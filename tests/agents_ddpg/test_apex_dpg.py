@@ -221,7 +221,9 @@ def test_apex_dpg_on_ray_with_two_actors_and_two_replay_shards(ray_cluster, quie
     # Greedy 10-episode means at 6k steps over seeds 0, 1, 2: -109.2, -122.8, -134.6 here, but
     # -331.7 for seed 1 in one CI run: on ray the order in which the two actors' unrolls reach
     # the shards, and so the data, varies from run to run (the rate limiter fixes only how much
-    # is learned per step). 8k steps, as inline, leaves the runs that swing up late the time to.
+    # is learned per step). 8k steps, as inline, leaves the runs that swing up late the time to:
+    # -108.6, -125.0, -132.6 at 8k beside a busy process (a local Ray, 2026-11-28; -110.5,
+    # -124.1, -133.2 at 6k in the same runs).
     run = {**quiet_run, "runtime": "ray", "actors": 2, "replay_shards": 2}
     run |= {"eval_episodes": 10, "log_interval": 1000}
     result = shoal.train(
