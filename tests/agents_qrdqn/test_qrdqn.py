@@ -125,6 +125,8 @@ FAST |= {"min_replay_size": 500, "quantile": True, "num_quantiles": 32}
 FAST |= {"epsilon_decay_steps": 5_000, "epsilon_end": 0.02}  # dqn; apex keeps its own
 
 
+@pytest.mark.integration  # as Rainbow's: learning tests keep make test under 10 minutes
+@pytest.mark.timeout(900)
 def test_qr_dqn_learns_cartpole_in_10k_steps(quiet_run):
     # Greedy 10-episode means after 10k steps over seeds 0, 1, 2: 394.3, 340.4, 431.8 (22-26 s
     # each beside another run; a random policy: about 22); 200 leaves a margin on every seed.
