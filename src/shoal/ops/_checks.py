@@ -103,3 +103,39 @@ def check_positive(name: str, value: float) -> None:
     """Raise ValueError unless `value` is a finite number > 0."""
     if not _finite_number(name, value) > 0.0:
         raise ValueError(f"{name} must be > 0, got {value!r}")
+
+
+def check_distribution_step(
+    name_tm1: str,
+    dist_tm1: Tensor,
+    name_t: str,
+    dist_t: Tensor,
+    q_t_selector: Tensor,
+    a_tm1: Tensor,
+    batch: int,
+) -> None:
+    """The distributional double-Q ops' inputs: `dist_tm1` and `dist_t` float `[B, A, N]` alike,
+    `q_t_selector` `[B, A]`, `a_tm1` integer `[B]`."""
+    check_floating(name_tm1, dist_tm1)
+    check_floating(name_t, dist_t)
+    if dist_tm1.ndim != 3 or dist_tm1.shape[0] != batch:
+        raise ValueError(f"{name_tm1} must be [B, A, N] with B = {batch}, got {_shape(dist_tm1)}")
+    check_same_shape(name_tm1, dist_tm1, [(name_t, dist_t)])
+    if _shape(q_t_selector) != _shape(dist_t)[:2]:
+        raise ValueError(
+            f"q_t_selector must be [B, A] = {list(dist_t.shape[:2])}, got "
+            f"{list(q_t_selector.shape)}"
+        )
+    if _shape(a_tm1) != (batch,) or a_tm1.is_floating_point():
+        raise ValueError(
+            f"a_tm1 must be integer actions [B] = [{batch}], got {a_tm1.dtype} {list(a_tm1.shape)}"
+        )
+
+
+def check_transitions(r_t: Tensor, discount_t: Tensor) -> int:
+    """A batch `[B]` of float rewards and discounts alike; returns B."""
+    check_floating("r_t", r_t)
+    if r_t.ndim != 1:
+        raise ValueError(f"r_t must be a batch [B] of transitions, got shape {list(r_t.shape)}")
+    check_same_shape("r_t", r_t, [("discount_t", discount_t)])
+    return int(r_t.shape[0])

@@ -33,7 +33,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from shoal.ops._checks import check_floating, check_same_shape
+from shoal.ops._checks import check_distribution_step, check_floating, check_transitions
 from shoal.ops.masking import masked_argmax
 
 __all__ = ["CategoricalLoss", "categorical_double_q_learning", "categorical_projection"]
@@ -55,10 +55,7 @@ def _check_atoms(atoms: Tensor) -> None:
 
 def _check_batch(atoms: Tensor, r_t: Tensor, discount_t: Tensor) -> None:
     _check_atoms(atoms)
-    check_floating("r_t", r_t)
-    if r_t.ndim != 1:
-        raise ValueError(f"r_t must be a batch [B] of transitions, got shape {list(r_t.shape)}")
-    check_same_shape("r_t", r_t, [("discount_t", discount_t)])
+    check_transitions(r_t, discount_t)
 
 
 def categorical_projection(atoms: Tensor, r_t: Tensor, discount_t: Tensor, p_t: Tensor) -> Tensor:
@@ -90,6 +87,12 @@ def categorical_projection(atoms: Tensor, r_t: Tensor, discount_t: Tensor, p_t: 
     distance = (target_z[:, None, :] - atoms[None, :, None]).abs()
     closeness = (1.0 - distance / delta).clamp(0.0, 1.0)
     return (closeness * p_t[:, None, :]).sum(-1)
+
+
+def action_rows(dist: Tensor, actions: Tensor) -> Tensor:
+    """`dist[b, actions[b]]` for each b: `[B, A, N]` -> `[B, N]`."""
+    index = actions.long()[:, None, None].expand(dist.shape[0], 1, dist.shape[2])
+    return dist.gather(1, index).squeeze(1)
 
 
 class CategoricalLoss(NamedTuple):
@@ -131,30 +134,18 @@ def categorical_double_q_learning(
     """
     _check_batch(atoms, r_t, discount_t)
     batch, num_atoms = r_t.shape[0], atoms.shape[0]
-    check_floating("logits_tm1", logits_tm1)
-    check_floating("logits_t", logits_t)
-    if logits_tm1.ndim != 3 or tuple(logits_tm1.shape[::2]) != (batch, num_atoms):
+    check_distribution_step(
+        "logits_tm1", logits_tm1, "logits_t", logits_t, q_t_selector, a_tm1, batch
+    )
+    if logits_tm1.shape[2] != num_atoms:
         raise ValueError(
-            f"logits_tm1 must be [B, A, N] with B = {batch}, N = {num_atoms}, got "
-            f"{list(logits_tm1.shape)}"
-        )
-    check_same_shape("logits_tm1", logits_tm1, [("logits_t", logits_t)])
-    if tuple(q_t_selector.shape) != tuple(logits_t.shape[:2]):
-        raise ValueError(
-            f"q_t_selector must be [B, A] = {list(logits_t.shape[:2])}, got "
-            f"{list(q_t_selector.shape)}"
-        )
-    if tuple(a_tm1.shape) != (batch,) or a_tm1.is_floating_point():
-        raise ValueError(
-            f"a_tm1 must be integer actions [B] = [{batch}], got {a_tm1.dtype} {list(a_tm1.shape)}"
+            f"logits_tm1 must be [B, A, N] with N = {num_atoms} atoms, got {list(logits_tm1.shape)}"
         )
     with torch.no_grad():
         best = q_t_selector.argmax(-1) if legal_t is None else masked_argmax(q_t_selector, legal_t)
-        index = best[:, None, None].expand(batch, 1, num_atoms)
-        p_t = torch.softmax(logits_t.gather(1, index).squeeze(1), -1)
+        p_t = torch.softmax(action_rows(logits_t, best), -1)
         target = categorical_projection(atoms, r_t, discount_t, p_t)
-    index = a_tm1.long()[:, None, None].expand(batch, 1, num_atoms)
-    log_p_tm1 = torch.log_softmax(logits_tm1.gather(1, index).squeeze(1), -1)
+    log_p_tm1 = torch.log_softmax(action_rows(logits_tm1, a_tm1), -1)
     cross_entropy = -(target * log_p_tm1).sum(-1)
     kl = cross_entropy + torch.xlogy(target, target).sum(-1)
     return CategoricalLoss(cross_entropy, kl, target)

@@ -24,7 +24,8 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from shoal.ops._checks import check_floating, check_same_shape
+from shoal.ops._checks import check_distribution_step, check_floating, check_transitions
+from shoal.ops.distributional import action_rows
 from shoal.ops.masking import masked_argmax
 
 __all__ = [
@@ -99,30 +100,10 @@ def quantile_double_q_learning(
     Returns:
         `QuantileLoss(loss [B], target [B, N])`.
     """
-    check_floating("theta_tm1", theta_tm1)
-    check_floating("r_t", r_t)
-    if r_t.ndim != 1:
-        raise ValueError(f"r_t must be a batch [B] of transitions, got shape {list(r_t.shape)}")
-    check_same_shape("r_t", r_t, [("discount_t", discount_t)])
-    batch = r_t.shape[0]
-    if theta_tm1.ndim != 3 or theta_tm1.shape[0] != batch:
-        raise ValueError(
-            f"theta_tm1 must be [B, A, N] with B = {batch}, got {list(theta_tm1.shape)}"
-        )
-    check_same_shape("theta_tm1", theta_tm1, [("theta_t", theta_t)])
-    if tuple(q_t_selector.shape) != tuple(theta_t.shape[:2]):
-        raise ValueError(
-            f"q_t_selector must be [B, A] = {list(theta_t.shape[:2])}, got "
-            f"{list(q_t_selector.shape)}"
-        )
-    if tuple(a_tm1.shape) != (batch,) or a_tm1.is_floating_point():
-        raise ValueError(
-            f"a_tm1 must be integer actions [B] = [{batch}], got {a_tm1.dtype} {list(a_tm1.shape)}"
-        )
-    n = theta_t.shape[2]
+    batch = check_transitions(r_t, discount_t)
+    check_distribution_step("theta_tm1", theta_tm1, "theta_t", theta_t, q_t_selector, a_tm1, batch)
     with torch.no_grad():
         best = q_t_selector.argmax(-1) if legal_t is None else masked_argmax(q_t_selector, legal_t)
-        bootstrap = theta_t.gather(1, best[:, None, None].expand(batch, 1, n)).squeeze(1)
-        target = r_t[:, None] + discount_t[:, None] * bootstrap
-    taken = theta_tm1.gather(1, a_tm1.long()[:, None, None].expand(batch, 1, n)).squeeze(1)
+        target = r_t[:, None] + discount_t[:, None] * action_rows(theta_t, best)
+    taken = action_rows(theta_tm1, a_tm1)
     return QuantileLoss(quantile_huber_loss(taken, target, kappa), target)

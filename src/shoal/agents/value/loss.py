@@ -135,6 +135,60 @@ def dqn_loss(
     return LossResult(loss, delta.detach().abs(), metrics)
 
 
+class _DistributionInputs(NamedTuple):
+    batch: dict[str, Any]  # the batch's tensors (`_tensors`)
+    reward: torch.Tensor  # [B], clipped as configured
+    next_dist: torch.Tensor  # [B, A, N], the target network's at the bootstrap state
+    selector: torch.Tensor  # [B, A], the Q-values that choose a*
+    dist: torch.Tensor  # [B, A, N], the online network's at s (with gradients if given)
+
+
+def _distribution_inputs(
+    online: QNet,
+    target: QNet,
+    data: Mapping[str, np.ndarray],
+    config: DQNConfig,
+    head: str,
+    dist: torch.Tensor | None,
+    next_online_q: torch.Tensor | None,
+) -> _DistributionInputs:
+    """What the categorical and the quantile loss take alike. `head` is the networks' method
+    giving distributions (`logits` or `quantiles`); a* is chosen by the online network's
+    Q-values for double Q (`next_online_q` when the caller has them), else by the target
+    network's own."""
+    batch = _tensors(data, online)
+    reward = batch["reward"]
+    if config.reward_clip is not None:
+        reward = reward.clamp(-config.reward_clip, config.reward_clip)
+    with torch.no_grad():
+        next_dist = getattr(target, head)(batch["next_obs"])
+        if not config.double_q or online is target:
+            selector = target.q_values(next_dist)
+        else:
+            selector = next_online_q if next_online_q is not None else online(batch["next_obs"])
+        if dist is None:
+            dist = getattr(online, head)(batch["obs"])
+    return _DistributionInputs(batch, reward, next_dist, selector, dist)
+
+
+def _online_distributions(
+    online: QNet, data: Mapping[str, np.ndarray], config: DQNConfig, head: str
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """The online network's distributions at s `[B, A, N]` (with gradients), the actions taken
+    and, for double Q, its Q-values at s' `[B, A]`: one pass over s and s' together (one draw of
+    the noisy layers' noise), only the s half carrying gradients."""
+    device = next(online.parameters()).device
+    obs, action = _obs(data, "obs", online), _tensor(data, "action", device)
+    if not config.double_q:
+        return getattr(online, head)(obs), action, None
+    both = getattr(online, head)(map_tree(_cat, obs, _obs(data, "next_obs", online)))
+    return both[: len(action)], action, online.q_values(both[len(action) :].detach())
+
+
+def _weights(data: Mapping[str, np.ndarray], like: torch.Tensor) -> torch.Tensor:
+    return torch.from_numpy(np.asarray(data["weights"], np.float32)).to(like.device)
+
+
 def categorical_terms(
     online: QNet,
     target: QNet,
@@ -148,27 +202,16 @@ def categorical_terms(
     `logits` (the online logits at s, `[B, A, N]`) carry the gradients when given;
     `next_online_q` (Q_online(s') `[B, A]`) saves a forward pass when the caller has it.
     """
-    batch = _tensors(data, online)
-    reward = batch["reward"]
-    if config.reward_clip is not None:
-        reward = reward.clamp(-config.reward_clip, config.reward_clip)
-    with torch.no_grad():
-        next_logits = target.logits(batch["next_obs"])
-        if not config.double_q or online is target:
-            selector = target.q_values(next_logits)
-        else:
-            selector = next_online_q if next_online_q is not None else online(batch["next_obs"])
-        if logits is None:
-            logits = online.logits(batch["obs"])
+    x = _distribution_inputs(online, target, data, config, "logits", logits, next_online_q)
     return ops.categorical_double_q_learning(
         online.atoms,
-        logits,
-        batch["action"],
-        reward,
-        batch["discount"],
-        next_logits,
-        selector,
-        legal_actions(batch["next_obs"]),
+        x.dist,
+        x.batch["action"],
+        x.reward,
+        x.batch["discount"],
+        x.next_dist,
+        x.selector,
+        legal_actions(x.batch["next_obs"]),
     )
 
 
@@ -177,20 +220,9 @@ def categorical_dqn_loss(
 ) -> LossResult:
     """Importance-weighted cross-entropy of the projected n-step distributional target; the
     priorities are the KL divergences (Hessel et al. 2018, section 3)."""
-    device = next(online.parameters()).device
-    obs, action = _obs(data, "obs", online), _tensor(data, "action", device)
-    next_online_q = None
-    if config.double_q:
-        # One online pass over s and s' together (one draw of the noisy layers' noise); only
-        # the s half carries gradients.
-        both = online.logits(map_tree(_cat, obs, _obs(data, "next_obs", online)))
-        logits = both[: len(action)]
-        next_online_q = online.q_values(both[len(action) :].detach())
-    else:
-        logits = online.logits(obs)
+    logits, action, next_online_q = _online_distributions(online, data, config, "logits")
     terms = categorical_terms(online, target, data, config, logits, next_online_q)
-    weights = torch.from_numpy(np.asarray(data["weights"], np.float32)).to(device)
-    loss = (weights * terms.cross_entropy).mean()
+    loss = (_weights(data, logits) * terms.cross_entropy).mean()
     kl = terms.kl.detach().clamp(min=0.0)  # >= 0 up to rounding
     q_taken = online.q_values(logits.detach()).gather(-1, action[:, None]).squeeze(-1)
     metrics = {"loss": loss.detach(), "q_mean": q_taken.mean(), "kl_mean": kl.mean()}
@@ -210,26 +242,15 @@ def quantile_terms(
     `theta` (the online quantiles at s, `[B, A, N]`) carry the gradients when given;
     `next_online_q` (Q_online(s') `[B, A]`) saves a forward pass when the caller has it.
     """
-    batch = _tensors(data, online)
-    reward = batch["reward"]
-    if config.reward_clip is not None:
-        reward = reward.clamp(-config.reward_clip, config.reward_clip)
-    with torch.no_grad():
-        next_theta = target.quantiles(batch["next_obs"])
-        if not config.double_q or online is target:
-            selector = next_theta.mean(-1)
-        else:
-            selector = next_online_q if next_online_q is not None else online(batch["next_obs"])
-        if theta is None:
-            theta = online.quantiles(batch["obs"])
+    x = _distribution_inputs(online, target, data, config, "quantiles", theta, next_online_q)
     return ops.quantile_double_q_learning(
-        theta,
-        batch["action"],
-        reward,
-        batch["discount"],
-        next_theta,
-        selector,
-        legal_actions(batch["next_obs"]),
+        x.dist,
+        x.batch["action"],
+        x.reward,
+        x.batch["discount"],
+        x.next_dist,
+        x.selector,
+        legal_actions(x.batch["next_obs"]),
         kappa=config.huber_delta,
     )
 
@@ -239,27 +260,13 @@ def quantile_dqn_loss(
 ) -> LossResult:
     """Importance-weighted quantile Huber loss of the n-step quantile targets (QR-DQN); the
     priorities are the per-transition losses."""
-    device = next(online.parameters()).device
-    obs, action = _obs(data, "obs", online), _tensor(data, "action", device)
-    next_online_q = None
-    if config.double_q:
-        # One online pass over s and s' together; only the s half carries gradients.
-        both = online.quantiles(map_tree(_cat, obs, _obs(data, "next_obs", online)))
-        theta = both[: len(action)]
-        next_online_q = both[len(action) :].detach().mean(-1)
-    else:
-        theta = online.quantiles(obs)
+    theta, action, next_online_q = _online_distributions(online, data, config, "quantiles")
     terms = quantile_terms(online, target, data, config, theta, next_online_q)
-    weights = torch.from_numpy(np.asarray(data["weights"], np.float32)).to(device)
-    loss = (weights * terms.loss).mean()
+    loss = (_weights(data, theta) * terms.loss).mean()
     per_item = terms.loss.detach()
-    q_taken = theta.detach().mean(-1).gather(-1, action[:, None]).squeeze(-1)
-    metrics = {
-        "loss": loss.detach(),
-        "q_mean": q_taken.mean(),
-        "quantile_loss_mean": per_item.mean(),
-    }
-    return LossResult(loss, per_item, metrics)
+    q_taken = online.q_values(theta.detach()).gather(-1, action[:, None]).squeeze(-1)
+    metrics = {"loss": loss.detach(), "q_mean": q_taken.mean()}
+    return LossResult(loss, per_item, metrics | {"quantile_loss_mean": per_item.mean()})
 
 
 def transition_loss(

@@ -78,15 +78,18 @@ class QNet(nn.Module):
         out = self.head(self.torso(obs))
         return out.view(out.shape[0], self.num_actions, -1)
 
-    def q_values(self, logits: torch.Tensor) -> torch.Tensor:
-        """The expectations `[B, A]` of the distributions of `logits` `[B, A, N]`."""
-        return (torch.softmax(logits, -1) * self.atoms).sum(-1)
+    def q_values(self, dist: torch.Tensor) -> torch.Tensor:
+        """The Q-values `[B, A]` of distributions `[B, A, N]`: the expectations of the
+        categoricals of logits, or the means of quantiles (quantile)."""
+        if self.quantile:
+            return dist.mean(-1)
+        return (torch.softmax(dist, -1) * self.atoms).sum(-1)
 
     def forward(self, obs: Any) -> torch.Tensor:
         if self.distributional:
             return self.q_values(self.logits(obs))
         if self.quantile:
-            return self.quantiles(obs).mean(-1)
+            return self.q_values(self.quantiles(obs))
         return self.head(self.torso(obs))
 
 
