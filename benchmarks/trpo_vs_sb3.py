@@ -43,6 +43,7 @@ import shoal
 
 task, (seed, steps, every, episodes) = sys.argv[1], map(int, sys.argv[2:6])
 target, stop = float(sys.argv[6]), sys.argv[7] == "1"
+algo, agent, extra_run = sys.argv[8], json.loads(sys.argv[9]), json.loads(sys.argv[10])
 
 class Record(shoal.Callback):
     def on_evaluation(self, evaluation):
@@ -55,8 +56,10 @@ class Record(shoal.Callback):
 started = time.time()
 with tempfile.TemporaryDirectory() as runs:
     run = {"runs_dir": runs, "progress": False, "tensorboard": False, "eval_every": every,
-           "eval_every_episodes": episodes, "eval_episodes": episodes}
-    result = shoal.train("trpo", task, seed=seed, total_steps=steps, run=run, callbacks=[Record()])
+           "eval_every_episodes": episodes, "eval_episodes": episodes, **extra_run}
+    result = shoal.train(
+        algo, task, seed=seed, total_steps=steps, agent=agent, run=run, callbacks=[Record()]
+    )
     summary = json.loads((result.run_dir / "summary.json").read_text())
 seconds = summary["wall_time"]
 print(json.dumps({"done": True, "env_steps": result.env_steps, "train_seconds": seconds}))
@@ -130,12 +133,24 @@ def run(command: list[str], target: float, env: dict | None = None) -> dict:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", nargs="+", default=list(TARGETS), choices=list(TARGETS))
+def main(
+    name: str = "TRPO",
+    scripts: tuple[str, str] = (SHOAL_SCRIPT, SB3_SCRIPT),
+    targets: dict[str, float] = TARGETS,
+    steps: int = 200_000,
+    eval_every: int = 10_000,
+    doc: str = __doc__,
+    shoal_agent: tuple[str, dict[str, object], dict[str, object]] = ("trpo", {}, {}),
+) -> None:
+    """Each task and seed: shoal's script, then sb3-contrib's, each a fresh process (`scripts`
+    take: task seed steps eval_every episodes target stop; shoal's also the algorithm, its
+    settings over its preset and run settings, `shoal_agent`), and the table of both; also the
+    driver of other sb3-contrib comparisons (benchmarks/qrdqn_vs_sb3.py)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--tasks", nargs="+", default=list(targets), choices=list(targets))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument("--steps", type=int, default=200_000)
-    parser.add_argument("--eval-every", type=int, default=10_000)
+    parser.add_argument("--steps", type=int, default=steps)
+    parser.add_argument("--eval-every", type=int, default=eval_every)
     parser.add_argument("--stop-at-target", action="store_true", help="stop a run at its target")
     parser.add_argument("--sb3-python", help="a Python with sb3-contrib installed")
     parser.add_argument("--no-sb3", action="store_true", help="run shoal alone")
@@ -150,8 +165,8 @@ def main() -> None:
         "PYTHONPATH": f"{root / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
     }
     print(
-        f"TRPO, {args.steps:,} steps, greedy {EVAL_EPISODES}-episode evaluations every "
-        f"{args.eval_every:,} steps; targets {TARGETS}; "
+        f"{name}, {args.steps:,} steps, greedy {EVAL_EPISODES}-episode evaluations every "
+        f"{args.eval_every:,} steps; targets {targets}; "
         f"{'sb3-contrib: ' + sb3 if sb3 else 'sb3-contrib not found'}"
     )
     print(
@@ -160,14 +175,15 @@ def main() -> None:
     )
     results: dict[tuple[str, str], list[dict]] = {}
     for task in args.tasks:
-        target = TARGETS[task]
+        target = targets[task]
         extra = [task, "0", str(args.steps), str(args.eval_every), str(EVAL_EPISODES), str(target)]
         extra += ["1" if args.stop_at_target else "0"]
         for seed in args.seeds:
             extra[1] = str(seed)
-            sides = [("shoal", [sys.executable, "-c", SHOAL_SCRIPT, *extra])]
+            algo, agent, extra_run = shoal_agent[0], *map(json.dumps, shoal_agent[1:])
+            sides = [("shoal", [sys.executable, "-c", scripts[0], *extra, algo, agent, extra_run])]
             if sb3:
-                sides.append(("sb3", [sb3, "-c", SB3_SCRIPT, *extra]))
+                sides.append(("sb3", [sb3, "-c", scripts[1], *extra]))
             for side, command in sides:
                 r = run(command, target, env if side == "shoal" else None)
                 load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
