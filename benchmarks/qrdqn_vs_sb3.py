@@ -17,7 +17,7 @@ every `--eval-every` steps and at the end), the timing and the table are `trpo_v
 
 from __future__ import annotations
 
-from trpo_vs_sb3 import SHOAL_SCRIPT, main
+from trpo_vs_sb3 import SB3_COMMON, SHOAL_SCRIPT, main
 
 TARGETS = {"CartPole-v1": 500.0}
 
@@ -42,48 +42,19 @@ ZOO_AS_SHOAL = {
     "prioritized": False,
 }
 
-SB3_SCRIPT = r"""
-import json, sys, time
-import torch
-torch.set_num_threads(1)
-import gymnasium as gym
+SB3_SCRIPT = (
+    SB3_COMMON
+    + r"""
 from sb3_contrib import QRDQN
-from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.evaluation import evaluate_policy
-
-task, (seed, steps, every, episodes) = sys.argv[1], map(int, sys.argv[2:6])
-target, stop = float(sys.argv[6]), sys.argv[7] == "1"
 # rl-baselines3-zoo hyperparams/qrdqn.yml, CartPole-v1
 ZOO = dict(learning_rate=2.3e-3, batch_size=64, buffer_size=100_000, learning_starts=1_000,
            gamma=0.99, target_update_interval=10, train_freq=256, gradient_steps=128,
            exploration_fraction=0.16, exploration_final_eps=0.04,
            policy_kwargs=dict(net_arch=[256, 256], n_quantiles=10))
-eval_env = gym.make(task)
-
-def evaluate(model, final):
-    mean, _ = evaluate_policy(model, eval_env, n_eval_episodes=episodes, deterministic=True)
-    print(json.dumps({"steps": model.num_timesteps, "return": float(mean), "final": final}),
-          flush=True)
-    return float(mean)
-
-class Every(BaseCallback):
-    def __init__(self):
-        super().__init__()
-        self.next = every
-    def _on_step(self):
-        if self.num_timesteps >= self.next:
-            self.next += every
-            if evaluate(self.model, False) >= target and stop:
-                return False
-        return True
-
 started = time.time()
-model = QRDQN("MlpPolicy", gym.make(task), seed=seed, device="cpu", verbose=0, **ZOO)
-model.learn(steps, callback=Every())
-trained = time.time() - started
-evaluate(model, True)
-print(json.dumps({"done": True, "env_steps": model.num_timesteps, "train_seconds": trained}))
+learn(QRDQN("MlpPolicy", gym.make(task), seed=seed, device="cpu", verbose=0, **ZOO), started)
 """
+)
 
 if __name__ == "__main__":
     main(

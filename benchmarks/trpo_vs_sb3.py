@@ -65,25 +65,18 @@ seconds = summary["wall_time"]
 print(json.dumps({"done": True, "env_steps": result.env_steps, "train_seconds": seconds}))
 """
 
-SB3_SCRIPT = r"""
+# What every sb3-contrib side does (argv as SHOAL_SCRIPT's first seven): evaluations every
+# `every` steps and at the end, then the training time; a side adds its model and calls `learn`.
+SB3_COMMON = r"""
 import json, sys, time
 import torch
 torch.set_num_threads(1)
 import gymnasium as gym
-from sb3_contrib import TRPO
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 
 task, (seed, steps, every, episodes) = sys.argv[1], map(int, sys.argv[2:6])
 target, stop = float(sys.argv[6]), sys.argv[7] == "1"
-# rl-baselines3-zoo hyperparams/trpo.yml
-ZOO = {
-    "CartPole-v1": dict(n_steps=512, batch_size=512, cg_damping=1e-3, gae_lambda=0.98, gamma=0.99,
-                        learning_rate=1e-3, n_critic_updates=20),
-    "Pendulum-v1": dict(n_steps=1024, gamma=0.9, n_critic_updates=15, use_sde=True,
-                        sde_sample_freq=4),
-}
 eval_env = gym.make(task)
 
 def evaluate(model, final):
@@ -103,14 +96,30 @@ class Every(BaseCallback):
                 return False
         return True
 
+def learn(model, started):
+    model.learn(steps, callback=Every())
+    trained = time.time() - started
+    evaluate(model, True)
+    print(json.dumps({"done": True, "env_steps": model.num_timesteps, "train_seconds": trained}))
+"""
+
+SB3_SCRIPT = (
+    SB3_COMMON
+    + r"""
+from sb3_contrib import TRPO
+from stable_baselines3.common.env_util import make_vec_env
+# rl-baselines3-zoo hyperparams/trpo.yml
+ZOO = {
+    "CartPole-v1": dict(n_steps=512, batch_size=512, cg_damping=1e-3, gae_lambda=0.98, gamma=0.99,
+                        learning_rate=1e-3, n_critic_updates=20),
+    "Pendulum-v1": dict(n_steps=1024, gamma=0.9, n_critic_updates=15, use_sde=True,
+                        sde_sample_freq=4),
+}
 started = time.time()
 env = make_vec_env(task, n_envs=2, seed=seed)
-model = TRPO("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **ZOO[task])
-model.learn(steps, callback=Every())
-trained = time.time() - started
-evaluate(model, True)
-print(json.dumps({"done": True, "env_steps": model.num_timesteps, "train_seconds": trained}))
+learn(TRPO("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **ZOO[task]), started)
 """
+)
 
 
 def run(command: list[str], target: float, env: dict | None = None) -> dict:
