@@ -253,3 +253,9 @@ class Agent:
     # Config fields the learner can take while it runs (`Learner.apply_settings`): what PBT
     # may change in place. Empty: none, and `shoal tune --scheduler pbt` refuses to mutate any.
     mutable: frozenset[str] = field(default=frozenset())
+    # What `--inference central` serves next to the learner. "policy": the actors only step
+    # envs and the server runs the policy's `step` on their observations (SEED RL). "network":
+    # the actors run the policy themselves (AlphaZero's tree search) and each call of its
+    # `net` (positional tensors in, a tensor or a tuple out; weights by `load_state_dict`) is a
+    # request to the server, batched there with the other actors' calls.
+    central_inference: Literal["policy", "network"] = "policy"

@@ -12,6 +12,14 @@ learner has learned from its unroll (so its next step acts with the new weights)
 queue or a replay table until there is room. An actor that restarts reconnects with a newer
 `session`: its envs' state is reset and its half-built unroll is dropped; calls of the old
 session still in flight are answered with None, which ends that loop.
+
+Agents whose acting is more than one network call per step declare `Agent.central_inference =
+"network"` (AlphaZero: a tree search of many simulations per move). Their actors stay whole
+actors (`Actor`: envs, the policy's step, the adder, inserts), but the policy's network is a
+`ServedNetwork`: each call of it, a search's batch of leaf positions, is a `forward` request to
+the same server, which batches the calls of all actors into one forward pass of the learner
+side's copy of the network (SEED RL's design applied to search leaves). The server's hub is
+the same `CentralActing`; only its `forward` is used.
 """
 
 from __future__ import annotations
@@ -23,6 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import torch
+from torch import nn
 
 from shoal.data import Adder, Inserter, Unroll
 from shoal.envs.vector import VectorEnv
@@ -31,6 +41,34 @@ from shoal.runtime.inference import InferenceServer, ServerStopped
 from shoal.runtime.program import Program
 from shoal.runtime.rows import Acting
 from shoal.runtime.trajectory import TrajectoryAssembler
+
+
+def serves_network(program: Program) -> bool:
+    """Whether this run's actors search with the server's network (`ServedNetwork`) rather
+    than only stepping envs (see the module docstring)."""
+    return program.run.inference == "central" and program.agent.central_inference == "network"
+
+
+class ServedNetwork(nn.Module):
+    """An actor's stand-in for the agent's network: calling it sends its inputs to the central
+    server (`send`: `InferenceServer.forward`, or a remote call of it) and returns the outputs
+    of the server's network as tensors. It has no weights: the server's network takes the
+    learner's. It is also the actor's weights source (`take`): the version of the weights that
+    answered its newest call, with nothing to load, so unrolls record what acted."""
+
+    def __init__(self, send: Any) -> None:
+        super().__init__()
+        self.send = send
+        self.version = -1
+
+    def forward(self, *inputs: torch.Tensor) -> Any:
+        outputs, self.version = self.send(tuple(x.detach().cpu().numpy() for x in inputs))
+        if isinstance(outputs, tuple | list):
+            return tuple(torch.from_numpy(np.asarray(out)) for out in outputs)
+        return torch.from_numpy(np.asarray(outputs))
+
+    def take(self, have: int) -> tuple[int, Any] | None:
+        return (self.version, {}) if self.version > have else None
 
 
 @dataclass

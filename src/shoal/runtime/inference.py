@@ -12,6 +12,12 @@ A call carries what happened since the last one (rewards, which episodes ended, 
 actor (re)connected), and the serving thread applies it to those rows before acting, so the
 policy and its rows are only ever touched by one thread. Between batches the serving thread
 takes newer weights from the learner's board, if any.
+
+A call may also ask for the policy's network itself (`forward`): inputs `[n, ...]` in, the
+network's outputs `[n, ...]` out, with no row of the store. That is how actors that run the
+policy themselves (a tree search, `central.ServedNetwork`) have their network's evaluations
+batched here with the other actors': such calls fill the same batches, counted by their rows,
+and go through the network together.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
+import torch
 
 from shoal.runtime.rows import Acting
 from shoal.tree import leaves, map_tree
@@ -42,18 +49,15 @@ class Served(NamedTuple):
 
 @dataclass
 class _Call:
-    rows: np.ndarray  # [n] int
-    obs: Any  # [n, ...]
+    rows: np.ndarray | None  # [n] int; None: a call of the network (`forward`)
+    obs: Any  # [n, ...]; for `forward`, the network's inputs: a tuple of such
     rewards: np.ndarray | None  # [n] rewards of the step that led to `obs`, None on (re)connect
-    ended: np.ndarray  # [n] bool: these rows start a new episode at `obs`
+    ended: np.ndarray | None  # [n] bool: these rows start a new episode at `obs`
+    size: int  # n
     arrived: float = field(default_factory=time.perf_counter)
     done: threading.Event = field(default_factory=threading.Event)
-    result: Served | None = None
+    result: Any = None  # `Served`, or for `forward` the network's outputs as numpy
     error: BaseException | None = None
-
-    @property
-    def size(self) -> int:
-        return int(self.rows.shape[0])
 
 
 class ServeStats:
@@ -80,6 +84,7 @@ class ServeStats:
         row = {
             "inference_batch_fill": self.observations / batches / self.max_batch,
             "inference_batch_size": self.observations / batches,
+            "inference_calls_per_batch": self.calls / batches,
             "inference_latency_ms": 1e3 * self.latency_sum / max(self.calls, 1),
             "inference_compute_ms": 1e3 * self.compute_sum / batches,
             "inference_batches_per_s": self.batches / seconds,
@@ -90,7 +95,8 @@ class ServeStats:
 
 
 class InferenceServer:
-    """Dynamic batching over one `Acting` (a policy and its rows); thread-safe `infer`.
+    """Dynamic batching over one `Acting` (a policy and its rows); thread-safe `infer` and
+    `forward`.
 
     `weights` (a `WeightsBoard` or anything with its `take`) is asked for newer weights before
     each batch."""
@@ -132,7 +138,23 @@ class InferenceServer:
             raise ValueError(f"infer got {n} rows but observations for a different count")
         fresh = np.ones(n, bool) if rewards is None else np.zeros(n, bool)
         ended = fresh if ended is None else np.asarray(ended, bool) | fresh
-        call = _Call(rows, obs, None if rewards is None else np.asarray(rewards), ended)
+        call = _Call(rows, obs, None if rewards is None else np.asarray(rewards), ended, n)
+        result: Served = self._wait(call)
+        return result
+
+    def forward(self, inputs: Any) -> tuple[Any, int]:
+        """The policy's network (`Policy.net`, in eval mode, without gradients) on `inputs`: an
+        array `[n, ...]` or a tuple of them (its positional arguments), batched with other
+        calls. Returns its outputs as numpy (an array, or a tuple of them) and the version of
+        the weights that computed them."""
+        inputs = tuple(inputs) if isinstance(inputs, tuple | list) else (inputs,)
+        sizes = {int(np.shape(x)[0]) for x in inputs}
+        if len(sizes) != 1:
+            raise ValueError(f"forward got inputs of different lengths {sorted(sizes)}")
+        result: tuple[Any, int] = self._wait(_Call(None, inputs, None, None, sizes.pop()))
+        return result
+
+    def _wait(self, call: _Call) -> Any:
         with self._cv:
             if self._stopping:
                 raise ServerStopped
@@ -196,16 +218,22 @@ class InferenceServer:
                         published = self.weights.take(self.acting.version)
                         if published is not None:
                             self.acting.load_weights(published[1], published[0])
-                    results = self._act(calls)
                     version = self.version
+                    acts = [call for call in calls if call.rows is not None]
+                    forwards = [call for call in calls if call.rows is None]
+                    results: list[Any] = (
+                        [Served(*result, version) for result in self._act(acts)] if acts else []
+                    )
+                    if forwards:
+                        results += [(out, version) for out in self._forward(forwards)]
             except BaseException as err:  # the callers see it, the server keeps serving
                 for call in calls:
                     call.error = err
                     call.done.set()
                 continue
             self.stats.add(calls, started, time.perf_counter())
-            for call, (env_actions, actions, extras) in zip(calls, results, strict=True):
-                call.result = Served(env_actions, actions, extras, version)
+            for call, result in zip([*acts, *forwards], results, strict=True):
+                call.result = result
                 call.done.set()
 
     def _act(
@@ -213,16 +241,37 @@ class InferenceServer:
     ) -> list[tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]]:
         acting = self.acting
         for call in calls:
+            assert call.rows is not None and call.ended is not None
             if call.rewards is None:  # (re)connected: these rows start afresh
                 acting.restart(call.rows)
             else:
                 acting.observe(call.rewards, call.ended, call.rows)
-        rows = np.concatenate([call.rows for call in calls])
+        rows = np.concatenate([call.rows for call in calls if call.rows is not None])
         obs = map_tree(lambda *xs: np.concatenate(xs), *[call.obs for call in calls])
         env_actions, actions, extras = acting.act(obs, rows)
         out, start = [], 0
         for call in calls:
             part = slice(start, start + call.size)
             out.append((env_actions[part], actions[part], {k: v[part] for k, v in extras.items()}))
+            start += call.size
+        return out
+
+    def _forward(self, calls: list[_Call]) -> list[Any]:
+        """The network on the calls' inputs concatenated; each call's share of its outputs."""
+        net = self.acting.policy.net
+        device = next(iter(net.parameters()), torch.empty(0)).device
+        inputs = [
+            torch.from_numpy(np.concatenate([np.asarray(call.obs[i]) for call in calls])).to(device)
+            for i in range(len(calls[0].obs))
+        ]
+        net.eval()
+        with torch.inference_mode():
+            outputs = net(*inputs)
+        several = isinstance(outputs, tuple | list)
+        arrays = [out.cpu().numpy() for out in (outputs if several else (outputs,))]
+        out, start = [], 0
+        for call in calls:
+            part = [array[start : start + call.size] for array in arrays]
+            out.append(tuple(part) if several else part[0])
             start += call.size
         return out

@@ -14,7 +14,9 @@ It only decides placement; the parts are the same for every agent (`Actor`, `Lea
   timing, though the runs are not bit-reproducible;
 - a data path that asks for `--actors` actors inline (`DataPath.actors_inline`: A3C's gradient
   workers) gets that many, as threads when overlapped and in turn otherwise;
-- central inference: env-only actor threads served by one inference server.
+- central inference: env-only actor threads served by one inference server; for agents
+  whose actors search (`Agent.central_inference == "network"`), `--actors` actor threads whose
+  network calls that server serves (`central.ServedNetwork`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from shoal.data import Table
 from shoal.envs.registry import make_vector_env
 from shoal.runtime.actor import Actor, ActorStats, build_actor
 from shoal.runtime.callbacks import Callback
-from shoal.runtime.central import CentralActing, EnvLoop
+from shoal.runtime.central import CentralActing, EnvLoop, ServedNetwork, serves_network
 from shoal.runtime.driver import TIMING_KEYS, Driver
 from shoal.runtime.hooks import RunHook
 from shoal.runtime.learning import LearnerLoop, WeightsBoard, build_learner
@@ -94,18 +96,27 @@ def _in_turn(driver: Driver, program: Program) -> None:
 
 
 def _actors(
-    driver: Driver, program: Program, table: Table, board: WeightsBoard | None, net: Any = None
+    driver: Driver,
+    program: Program,
+    table: Table,
+    board: WeightsBoard | None,
+    net: Any = None,
+    hub: CentralActing | None = None,
 ) -> list[Actor]:
     """The layout's actors (one, unless the data path asks for `--actors`), actor i's envs
-    seeded from `env_seed + 10_000 i` as on ray; `net`: the learner's, shared (in turn)."""
+    seeded from `env_seed + 10_000 i` as on ray; `net`: the learner's, shared (in turn);
+    `hub`: a central server whose network each actor's policy calls (`ServedNetwork`)."""
+    served = (
+        [ServedNetwork(hub.server.forward) for _ in range(program.layout.actors)] if hub else []
+    )
     actors = [
         build_actor(
             program,
             i,
             driver.env_seed + 10_000 * i,
             table,
-            weights=board,
-            net=net,
+            weights=served[i] if served else board,
+            net=served[i] if served else net,
             policy_state=driver.policy_state,
             stop=driver.should_stop,
             run_steps=driver.counter.env_steps,
@@ -191,7 +202,15 @@ def _overlapped(driver: Driver, program: Program) -> None:
     table = _table(driver, program)
     board = WeightsBoard()
     loop = LearnerLoop(learner, table, board, progress=_progress(driver))
-    acting = _ActorThreads(_actors(driver, program, table, board))
+    _learn_beside_threads(driver, loop, _actors(driver, program, table, board), table)
+
+
+def _learn_beside_threads(
+    driver: Driver, loop: LearnerLoop, actors: list[Actor], table: Table, hub: Any = None
+) -> None:
+    """`actors` in threads while the learner learns in this one; then stop them (and the
+    `hub` serving their network calls, if any)."""
+    acting = _ActorThreads(actors)
     for thread in acting.threads:
         thread.start()
     try:
@@ -199,6 +218,8 @@ def _overlapped(driver: Driver, program: Program) -> None:
     finally:
         for thread in acting.threads:
             thread.stopping.set()
+        if hub is not None:
+            hub.stop()
         table.close()
         for thread in acting.threads:
             thread.join(timeout=30)
@@ -206,7 +227,8 @@ def _overlapped(driver: Driver, program: Program) -> None:
 
 
 def _central(driver: Driver, program: Program) -> None:
-    """Central inference in one process: actor threads step envs, a server thread acts."""
+    """Central inference in one process: actor threads step envs, a server thread acts (or,
+    `serves_network`, actor threads act and the server thread runs their network calls)."""
     run = program.run
     device = program.learner_device()
     learner = build_learner(program, device)
@@ -215,8 +237,12 @@ def _central(driver: Driver, program: Program) -> None:
     board = WeightsBoard()
     net = program.agent.make_networks(program.spec, program.agent_config).to(device)
     hub = CentralActing(program, net, [table], board, driver.policy_state, driver.counter.env_steps)
-    driver.acting_policies.append(hub.acting.policy)
     loop = LearnerLoop(learner, table, board, (hub.metrics,), _progress(driver))
+    if serves_network(program):  # whole actors, their network calls served by the hub
+        actors = _actors(driver, program, table, board, hub=hub)
+        _learn_beside_threads(driver, loop, actors, table, hub)
+        return
+    driver.acting_policies.append(hub.acting.policy)
     envs = [
         make_vector_env(
             program.env_source,

@@ -35,6 +35,7 @@ from shoal.config import write_atomically
 from shoal.errors import ShoalError
 from shoal.run.layout import PLACEMENT_FILE
 from shoal.runtime.callbacks import Callback
+from shoal.runtime.central import serves_network
 from shoal.runtime.config import parse_resources
 from shoal.runtime.counter import Counter
 from shoal.runtime.driver import Driver
@@ -215,14 +216,16 @@ def _launch(
             )
             handles.append(learner)
             driver.attach_learner(learner)
-            actors = _start_actors(ray, program, driver, prefix, len(shards), central)
+            # Env-only actors, unless the agent's actors search with the served network.
+            env_only = central and not serves_network(program)
+            actors = _start_actors(ray, program, driver, prefix, len(shards), env_only)
             handles += actors
             if not _wait_placed(ray, [*actors, learner, *shards], last_start):
                 _out_of_time(driver, OutOfTime("still placing the learner and actors"), restarts)
                 return driver
             roles = _roles(learner, actors, shards)
             placement = _record_placement(ray, program, roles)
-            loop = _Loop(ray, driver, roles, central, placement)
+            loop = _Loop(ray, driver, roles, env_only, placement)
             try:
                 loop.run()
                 driver.finish(loop.learner_state())

@@ -22,7 +22,7 @@ from shoal.agents.base import continue_from, learning_rates
 from shoal.data import Inserter
 from shoal.envs.registry import make_vector_env
 from shoal.runtime.actor import ActorStats, build_actor
-from shoal.runtime.central import CentralActing, EnvLoop, EnvStep
+from shoal.runtime.central import CentralActing, EnvLoop, EnvStep, ServedNetwork, serves_network
 from shoal.runtime.learning import LearnerLoop, WeightsBoard, build_learner
 from shoal.runtime.program import Program
 from shoal.runtime.ray_signals import die_on_sigterm
@@ -130,6 +130,11 @@ class LearnerProcess:
         assert self.hub is not None
         return self.hub.step(message)
 
+    def forward(self, inputs: Any) -> tuple[Any, int]:
+        """Central inference of the network: an actor's call of it (`ServedNetwork`)."""
+        assert self.hub is not None
+        return self.hub.server.forward(inputs)
+
     # The driver's calls.
 
     def learn(
@@ -176,8 +181,9 @@ class LearnerProcess:
 
 
 class ActorProcess:
-    """Steps `num_envs` environments with the newest weights it can get; inserts into `table`
-    (a replay shard, or the learner's process)."""
+    """Steps `num_envs` environments with the newest weights it can get (or, when the agent's
+    network is served centrally, `serves_network`, with the learner's server answering its
+    policy's network calls); inserts into `table` (a replay shard, or the learner's process)."""
 
     def __init__(
         self,
@@ -200,12 +206,19 @@ class ActorProcess:
         # Handles by name, so a restarted actor finds them again (handles as constructor
         # arguments would live in the object store).
         table_handle, learner_handle = ray.get_actor(table), ray.get_actor(learner)
+        weights: Any = RemoteWeights(learner_handle)
+        net = None
+        if serves_network(program):  # the policy's network calls go to the learner's server
+            weights = net = ServedNetwork(
+                lambda inputs: ray.get(learner_handle.forward.remote(inputs))
+            )
         self.actor = build_actor(
             program,
             index,
             seed,
             RemoteTable(table_handle, source=index),
-            weights=RemoteWeights(learner_handle),
+            weights=weights,
+            net=net,
             policy_state=policy_state,
             run_steps=run_steps,
         )

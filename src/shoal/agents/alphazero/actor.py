@@ -12,8 +12,11 @@ visited; `sample` samples from the visit counts without noise; `greedy` (evaluat
 `shoal.load(...).predict`) plays the most visited move. Each step returns the visit distribution
 (`search_policy`, the learner's policy target) and the search's root value as extras.
 
-Leaf evaluations of all rows' searches go to the network together, one batch per simulation;
-batching them across actors through the central inference server is not done yet.
+Leaf evaluations of all rows' searches go to the network together, one batch per simulation
+(`evaluate`, which only calls `self.net`). Under `--inference central` that network is the
+runtime's stand-in for the server's (the agent declares `central_inference = "network"`), so
+each such batch is one request to the central inference server, batched there with the other
+actors' leaves; this module does not know which network it holds.
 """
 
 from __future__ import annotations
