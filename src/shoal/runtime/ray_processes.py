@@ -53,16 +53,15 @@ def _pack(weights: dict[str, torch.Tensor]) -> Any:
 
 
 class RemoteWeights:
-    """The learner's board, seen from another process (`method`: `published` for actors,
-    `updater_published` for updaters)."""
+    """The learner's board, seen from another process."""
 
-    def __init__(self, learner: Any, method: str = "published") -> None:
-        self.learner, self.method = learner, method
+    def __init__(self, learner: Any) -> None:
+        self.learner = learner
 
     def take(self, have: int) -> tuple[int, Any] | None:
         import ray
 
-        published = ray.get(getattr(self.learner, self.method).remote(have))
+        published = ray.get(self.learner.published.remote(have))
         if published is None:
             return None
         version, [ref] = published
@@ -371,7 +370,6 @@ class UpdaterProcess:
         handles = [ray.get_actor(name) for name in shards]
         self.table = ShardedTables(handles, program.data_path().merge_stats, seed)
         self.learner = ray.get_actor(learner)
-        self.weights = RemoteWeights(self.learner, "updater_published")
         net = agent.make_networks(program.spec, program.agent_config)
         self.updater = agent.make_updater(program.spec, program.agent_config, net)
         self.version = -1
@@ -379,23 +377,37 @@ class UpdaterProcess:
         self.index = index
 
     def run(self) -> int:
-        """Label batches until the learner's queue closes (the run's end): how many."""
+        """Label batches until the learner's queue closes (the run's end): how many. The
+        newest weights are asked for while the batch is sampled and labelled, and a labelled
+        batch is handed over while the next is made, so neither round trip to the learner
+        waits in line with the work (only the first weights are waited for)."""
         import ray
 
-        labelled = 0
+        labelled, handing = 0, None
+        asking: Any = self.learner.updater_published.remote(self.version)
         while True:
             progress = min(1.0, (self.steps + int(self.table.steps.sum())) / self.total)
             batch = self.table.sample(progress, LEARN_SECONDS)
             if batch is None:
                 continue
-            while (newer := self.weights.take(self.version)) is None and self.version < 0:
+            while True:
+                ready, _ = ray.wait([asking], timeout=None if self.version < 0 else 0)
+                if not ready:
+                    break
+                newer = ray.get(asking)
+                if newer is not None:
+                    self.version, [ref] = newer
+                    self.updater.load_weights(
+                        {k: torch.from_numpy(v.copy()) for k, v in ray.get(ref).items()}
+                    )
+                asking = self.learner.updater_published.remote(self.version)
+                if self.version >= 0:
+                    break
                 time.sleep(0.01)  # the learner publishes its first weights as it starts
-            if newer is not None:
-                self.version, weights = newer
-                self.updater.load_weights(weights)
             batch.data = self.updater.label(batch.data)
-            if not ray.get(self.learner.labelled.remote(batch, self.version)):
+            if handing is not None and not ray.get(handing):
                 return labelled
+            handing = self.learner.labelled.remote(batch, self.version)
             labelled += 1
 
     def where(self) -> tuple[int, str]:
