@@ -1,11 +1,14 @@
 """QT-Opt's Bellman updaters: the updater's targets are the learner's in-turn targets for the
 same batch and weights, a labelled batch teaches the learner what it would have learned
 computing them itself, the learner's queue of labelled batches, the config's mistakes, and
-(integration) a ray run with two updaters whose targets reach the learner."""
+(integration) a ray run with two updaters whose targets reach the learner, one of them killed
+mid-run and restarted."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import threading
 import time
 
@@ -131,6 +134,22 @@ def test_bellman_updater_mistakes_name_the_flag_to_set(tmp_path):
     assert AGENT.updaters(QTOptConfig(bellman_updaters=3)) == 3
 
 
+class _KillUpdater(shoal.Callback):
+    """SIGKILLs updater0's process at the first metrics row after learning started."""
+
+    def __init__(self):
+        self.run_dir, self.killed = None, None
+
+    def on_start(self, run):
+        self.run_dir = run.run_dir
+
+    def on_row(self, row):
+        if self.killed is None and row.get("gradient_steps", 0) > 0:
+            placement = json.loads((self.run_dir / "ray_actors.json").read_text())
+            self.killed = placement["updater0"]["pid"]
+            os.kill(self.killed, signal.SIGKILL)
+
+
 @pytest.mark.distributed
 @pytest.mark.timeout(900)
 @pytest.mark.integration
@@ -139,17 +158,26 @@ def test_qtopt_learns_from_two_bellman_updaters_on_ray(ray_cluster, quiet_run):
     run |= {"eval_episodes": 1, "log_interval": 200}
     agent = {"hidden_sizes": [32, 32], "batch_size": 32, "learning_starts": 200}
     agent |= {"bellman_updaters": 2}
-    result = shoal.train("qtopt", "Pendulum-v1", seed=0, total_steps=1_200, agent=agent, run=run)
-    rows = [
+    kill = _KillUpdater()
+    result = shoal.train(
+        "qtopt", "Pendulum-v1", seed=0, total_steps=1_600, agent=agent, run=run, callbacks=[kill]
+    )
+    table = [
         json.loads(line) for line in (result.run_dir / "metrics.jsonl").read_text().splitlines()
     ]
-    last = rows[-1]
-    assert last["gradient_steps"] > 0 and last["replay_inserted"] >= 800
+    last = table[-1]
+    assert last["gradient_steps"] > 0 and last["replay_inserted"] >= 1_200
     # Every batch the learner learned from came from an updater, labelled.
     assert last["learned_items"] == 32 * last["gradient_steps"]
     assert last["labelled_items"] >= last["learned_items"]
     # The updaters' samples are the replay's, which the rate limiter counts.
     assert last["replay_sampled"] >= last["labelled_items"]
-    assert any("target_lag" in row for row in rows)
+    assert any("target_lag" in row for row in table)
+    # updater0 was killed once learning had started; Ray restarted it and the run went on.
     placement = json.loads((result.run_dir / "ray_actors.json").read_text())
     assert {"updater0", "updater1", "learner", "replay0"} <= set(placement)
+    assert kill.killed is not None and placement["updater0"]["pid"] != kill.killed
+    summary = json.loads((result.run_dir / "summary.json").read_text())
+    assert summary["updater_restarts"] == 1
+    killed_at = next(row["gradient_steps"] for row in table if row.get("gradient_steps", 0) > 0)
+    assert last["gradient_steps"] > killed_at + 100

@@ -218,8 +218,8 @@ def _launch(
                 ray.remote(LearnerProcess),
                 # Actors' inserts and central inference calls each wait in a thread.
                 name=f"{prefix}-learner",
-                # ... and updaters' puts of labelled batches, which wait for room.
-                max_concurrency=run.actors * run.max_inflight + 8 + _updaters(program),
+                # ... and each updater's put of a labelled batch (waiting for room) and weights ask.
+                max_concurrency=run.actors * run.max_inflight + 8 + 2 * _updaters(program),
                 num_cpus=run.learner_cpus,
                 num_gpus=run.learner_gpus,
                 resources=parse_resources(run.learner_resources, "--learner-resources"),
