@@ -56,6 +56,28 @@ def evaluate(policy, episodes: int = 10) -> float:
     return float(np.mean(returns))
 
 
+def q_diagnostics(q, data, config, seed: int, states: int = 1000) -> dict[str, float]:
+    """On `states` dataset transitions (the same each time): Q at the dataset's actions, Q at
+    CEM's argmax of Q, and how many of the argmaxes lie near the box's edge (|a| > 0.95): a Q
+    that CEM can push far above the dataset's values overvalues actions the data rarely
+    shows (the offline hypothesis the docs test)."""
+    from shoal.agents.qtopt.networks import cem_argmax
+
+    rng = np.random.default_rng(seed + 1)
+    index = rng.choice(len(data["reward"]), states, replace=False)
+    obs = torch.as_tensor(data["obs"][index])
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        q_data = q(obs, torch.as_tensor(data["action"][index]))
+        best, q_best = cem_argmax(q, obs, config, generator)
+    return {
+        "q_data": round(float(q_data.mean()), 2),
+        "q_argmax": round(float(q_best.mean()), 2),
+        "argmax_at_edge": round(float((best.abs() > 0.95).float().mean()), 3),
+        "data_at_edge": round(float((np.abs(data["action"][index]) > 0.95).mean()), 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--dataset", required=True)
@@ -93,6 +115,8 @@ def main() -> None:
                 row |= {"batch_size": config.batch_size}
                 row |= {"gradient_steps": step, "greedy_return_10": evaluate(policy)}
                 row["seconds"] = round(time.perf_counter() - start, 1)
+                if algo == "qtopt":
+                    row |= q_diagnostics(net.q, data, config, args.seed)
                 print(json.dumps(row), flush=True)
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "StepInputs",
     "Unroll",
     "Update",
+    "Updater",
     "Weights",
     "concat_unrolls",
     "set_learning_rate",
@@ -149,6 +150,22 @@ class Learner(Protocol):
     # `Agent.mutable` equal the learner's current ones (`shoal tune`'s PBT exploits).
 
 
+class Updater(Protocol):
+    """A process between the replay and the learner that labels each sampled batch for the
+    learner (QT-Opt's Bellman updaters: the targets of its transitions), on the ray launcher
+    (`Agent.updaters`). It works with weights the learner publishes for it
+    (`updater_weights()`, which such a learner gives beside `weights()`); the learner's
+    `update` takes a labelled batch, and labels an unlabelled one itself (inline)."""
+
+    def load_weights(self, weights: Weights) -> None:
+        """The learner's `updater_weights()`."""
+        ...
+
+    def label(self, batch: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """`batch` (a replay sample) with the learner's labels added."""
+        ...
+
+
 def set_learning_rate(optimizer: Any, learning_rate: float) -> None:
     """Put `learning_rate` into `optimizer`: every param group of a torch optimiser, or the
     one `lr` of shoal's flat-buffer `Adam`."""
@@ -233,6 +250,10 @@ def _no_metrics(policy_state: Mapping[str, Any]) -> dict[str, float]:
     return {}
 
 
+def _no_updaters(config: Any) -> int:
+    return 0
+
+
 @dataclass(frozen=True)
 class Agent:
     """Everything the runtime needs to run one algorithm."""
@@ -259,3 +280,9 @@ class Agent:
     # `net` (positional tensors in, a tensor or a tuple out; weights by `load_state_dict`) is a
     # request to the server, batched there with the other actors' calls.
     central_inference: Literal["policy", "network"] = "policy"
+    # Updater processes the ray launcher starts between the replay shards and the learner
+    # (`Updater`; QT-Opt's Bellman updaters): (config) -> how many (0: none); and
+    # (spec, config, net) -> what each runs. Inline, and with 0, the learner labels its own
+    # batches in turn.
+    updaters: Callable[[Any], int] = field(default=_no_updaters)
+    make_updater: Callable[[EnvSpec, Any, nn.Module], Updater] | None = None

@@ -15,7 +15,9 @@ says in one line, and in `replay_items_lost`, what it lost. A dead learner is re
 every other role, from the newest checkpoint in this process (what `--resume` does, at most
 `--max-learner-restarts` times, counted as `learner_restarts`, its lost steps as
 `learner_steps_lost`: `ray_supervision`); one whose node is gone ends the run with a message
-naming the checkpoint `--resume` goes on from.
+naming the checkpoint `--resume` goes on from. An agent's updaters (`Agent.updaters`, QT-Opt's
+Bellman updaters) are roles too, placed as actors are, each running its labelling loop in one
+long call that the driver sends again when a restarted process is back.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import numpy as np
 import torch
 
 from shoal.config import write_atomically
-from shoal.errors import ShoalError
+from shoal.errors import ConfigError, ShoalError
 from shoal.run.layout import PLACEMENT_FILE
 from shoal.runtime.callbacks import Callback
 from shoal.runtime.central import serves_network
@@ -46,6 +48,7 @@ from shoal.runtime.ray_processes import (
     ActorProcess,
     EnvActorProcess,
     LearnerProcess,
+    UpdaterProcess,
 )
 from shoal.runtime.ray_supervision import (
     LearnerDied,
@@ -75,6 +78,7 @@ def run_ray(
 
     run = program.run
     torch.set_num_threads(run.torch_threads)
+    updaters = _updaters(program)
     started_here = not ray.is_initialized()
     watchdog = None  # of a local Ray this run starts: never of a cluster it joins
     if started_here:
@@ -85,6 +89,7 @@ def run_ray(
             wanted = run.learner_cpus + run.actors * run.actor_cpus
             if program.data_path().sharded:
                 wanted += run.replay_shards * run.replay_cpus
+            wanted += updaters * run.actor_cpus
             try:
                 watchdog = start_local(
                     num_cpus=max(os.cpu_count() or 1, int(np.ceil(wanted))),
@@ -108,6 +113,19 @@ def run_ray(
             ray.shutdown()
         if watchdog is not None:
             watchdog.end()
+
+
+def _updaters(program: Program) -> int:
+    """The agent's updater processes (`Agent.updaters`); a ConfigError if its data path keeps
+    no replay shards for them to sample."""
+    count = int(program.agent.updaters(program.agent_config))
+    if count and not program.data_path().sharded:
+        raise ConfigError(
+            f"{program.agent.name} asks for {count} updater processes, which sample the replay "
+            "shards, and this run's data path has none (it keeps its table in the learner's "
+            "process). Set their count to 0 (for QT-Opt, --agent.bellman-updaters 0)."
+        )
+    return count
 
 
 def _last_start(
@@ -201,7 +219,8 @@ def _launch(
                 ray.remote(LearnerProcess),
                 # Actors' inserts and central inference calls each wait in a thread.
                 name=f"{prefix}-learner",
-                max_concurrency=run.actors * run.max_inflight + 8,
+                # ... and each updater's put of a labelled batch (waiting for room) and weights ask.
+                max_concurrency=run.actors * run.max_inflight + 8 + 2 * _updaters(program),
                 num_cpus=run.learner_cpus,
                 num_gpus=run.learner_gpus,
                 resources=parse_resources(run.learner_resources, "--learner-resources"),
@@ -213,6 +232,7 @@ def _launch(
                 [f"{prefix}-replay{i}" for i in range(len(shards))],
                 central,
                 driver.policy_state,
+                _updaters(program),
             )
             handles.append(learner)
             driver.attach_learner(learner)
@@ -220,10 +240,12 @@ def _launch(
             env_only = central and not serves_network(program)
             actors = _start_actors(ray, program, driver, prefix, len(shards), env_only)
             handles += actors
-            if not _wait_placed(ray, [*actors, learner, *shards], last_start):
+            updaters = _start_updaters(ray, program, driver, prefix, len(shards))
+            handles += updaters
+            if not _wait_placed(ray, [*actors, learner, *shards, *updaters], last_start):
                 _out_of_time(driver, OutOfTime("still placing the learner and actors"), restarts)
                 return driver
-            roles = _roles(learner, actors, shards)
+            roles = _roles(learner, actors, shards, updaters)
             placement = _record_placement(ray, program, roles)
             loop = _Loop(ray, driver, roles, env_only, placement)
             try:
@@ -241,8 +263,8 @@ def _start_shards(ray: Any, program: Program, prefix: str) -> list[Any]:
     """The data path's table shards as Ray actors, placed by the replay_* settings."""
     run = program.run
     options = {
-        # Inserts that wait beside the learner's samples, and the driver's watch.
-        "max_concurrency": run.actors + 5,
+        # Inserts that wait beside the learner's (or updaters') samples, and the driver's watch.
+        "max_concurrency": run.actors + 5 + _updaters(program),
         "num_cpus": run.replay_cpus,
         "memory": None if run.replay_memory_mb is None else run.replay_memory_mb * 2**20,
         "resources": parse_resources(run.replay_resources, "--replay-resources"),
@@ -292,6 +314,33 @@ def _start_actors(
     return actors
 
 
+def _start_updaters(
+    ray: Any, program: Program, driver: Driver, prefix: str, shards: int
+) -> list[Any]:
+    """The agent's updater processes (`Agent.updaters`), placed and restarted as actors are."""
+    run = program.run
+    updater_class = _options(
+        ray.remote(UpdaterProcess),
+        num_cpus=run.actor_cpus,
+        memory=None if run.actor_memory_mb is None else run.actor_memory_mb * 2**20,
+        resources=parse_resources(run.actor_resources, "--actor-resources"),
+        max_restarts=-1,
+        max_task_retries=0,
+        max_concurrency=2,  # its labelling loop, and the driver's pings
+    )
+    return [
+        updater_class.remote(
+            program,
+            i,
+            program.seed + 104_729 * (i + 1),
+            [f"{prefix}-replay{j}" for j in range(shards)],
+            f"{prefix}-learner",
+            driver.counter.env_steps,
+        )
+        for i in range(_updaters(program))
+    ]
+
+
 def _options(remote_class: Any, **options: Any) -> Any:
     """`remote_class.options(**options)` with Ray's task events off. Each unroll, insert, weights
     fetch and learn call is a Ray task, and Ray's GCS keeps the events of the newest 100,000
@@ -304,10 +353,13 @@ def _options(remote_class: Any, **options: Any) -> Any:
         return remote_class.options(**options)
 
 
-def _roles(learner: Any, actors: list[Any], shards: list[Any]) -> dict[str, Any]:
-    """Each role's handle by its name in ray_actors.json: learner, actorI, replayI."""
+def _roles(
+    learner: Any, actors: list[Any], shards: list[Any], updaters: Sequence[Any] = ()
+) -> dict[str, Any]:
+    """Each role's handle by its name in ray_actors.json: learner, actorI, replayI, updaterI."""
     roles = {"learner": learner, **{f"actor{i}": a for i, a in enumerate(actors)}}
-    return roles | {f"replay{i}": shard for i, shard in enumerate(shards)}
+    roles |= {f"replay{i}": shard for i, shard in enumerate(shards)}
+    return roles | {f"updater{i}": updater for i, updater in enumerate(updaters)}
 
 
 def _kind(role: str) -> str:
@@ -371,6 +423,8 @@ class _Loop:
         self.learner = roles["learner"]
         self.actors = [handle for role, handle in roles.items() if _kind(role) == "actor"]
         self.shards = [handle for role, handle in roles.items() if _kind(role) == "replay"]
+        self.updaters = [handle for role, handle in roles.items() if _kind(role) == "updater"]
+        self.updating: dict[Any, int] = {}  # each updater's labelling call -> its index
         self.placement = placement  # ray_actors.json's roles, kept current after restarts
         # Roles with a failed call whose process has not answered a ping (`where`) since. Every
         # call in flight to a dead process fails, some after the new process is up: a restart is
@@ -399,6 +453,19 @@ class _Loop:
     def watch(self, shard: int) -> None:
         self.watches[self.shards[shard].watch.remote(WATCH_S)] = shard
 
+    def update(self, updater: int) -> None:
+        self.updating[self.updaters[updater].run.remote()] = updater
+
+    def updater_ended(self, ref: Any) -> None:
+        """An updater's labelling call returned: it died (sent again: queued until Ray has
+        restarted it), or failed (the error ends the run, as the learner's would)."""
+        updater = self.updating.pop(ref)
+        try:
+            self.ray.get(ref)
+        except self.died:
+            self.went_down(f"updater{updater}")
+        self.update(updater)
+
     def run(self) -> None:
         ray, driver = self.ray, self.driver
         per_actor = 1 if self.central else driver.program.run.max_inflight
@@ -407,9 +474,11 @@ class _Loop:
                 self.request(actor)
         for shard in range(len(self.shards)):
             self.watch(shard)
+        for updater in range(len(self.updaters)):
+            self.update(updater)
         learning = self.learner.learn.remote(driver.counter.time_progress())
         while not driver.should_stop():
-            waiting = [learning, *self.calls, *self.pings, *self.watches]
+            waiting = [learning, *self.calls, *self.pings, *self.watches, *self.updating]
             ready, _ = ray.wait(waiting, num_returns=1, timeout=WAIT_S)
             for ref in ready:
                 if ref == learning:
@@ -419,6 +488,8 @@ class _Loop:
                     self.answered(ref)
                 elif ref in self.watches:
                     self.watched(ref)
+                elif ref in self.updating:
+                    self.updater_ended(ref)
                 else:
                     self.acted(ref)
         self.see_restarts_back()

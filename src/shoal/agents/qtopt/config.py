@@ -36,6 +36,12 @@ class QTOptConfig(OffPolicyContinuousConfig):
         "Gradient steps between copies of Q'_1 into the second, lagged target Q'_2 (the "
         "paper lags it about 6000 steps behind, at its scale).",
     )
+    bellman_updaters: int = param(
+        0,
+        "ray: Bellman-updater processes that compute the targets of replay samples with the "
+        "learner's target networks and hand them to the learner (the paper's); 0: the learner "
+        "computes them. Inline the learner always computes them, in turn.",
+    )
     exploration: Exploration = param(
         "epsilon",
         "epsilon: a uniform random action with probability epsilon, else CEM's argmax (the "
@@ -60,6 +66,11 @@ class QTOptConfig(OffPolicyContinuousConfig):
         super().__post_init__()
         require_positive(self, ("cem_samples", "cem_iterations", "cem_elites", "target_lag"))
         require_finite_nonnegative(self, ("exploration_noise",))
+        if self.bellman_updaters < 0:
+            raise ValueError(
+                f"bellman_updaters must be 0 or more, got {self.bellman_updaters}; set "
+                "--agent.bellman-updaters (0: the learner computes the targets)."
+            )
         require_unit_interval(self, ("epsilon",))
         if self.cem_elites > self.cem_samples:
             raise ValueError(
@@ -81,4 +92,11 @@ class QTOptConfig(OffPolicyContinuousConfig):
                 "offline learns from a dataset alone, and no dataset is set: pass --dataset "
                 "with a Minari dataset's id or folder (e.g. one written by `shoal record`), or "
                 "drop --agent.offline."
+            )
+        if self.offline and self.bellman_updaters:
+            raise ValueError(
+                "offline learns from the dataset in the learner's process, and Bellman updaters "
+                "sample the replay shards, which an offline run has none of: set "
+                "--agent.bellman-updaters 0 (the learner computes the targets) or drop "
+                "--agent.offline."
             )

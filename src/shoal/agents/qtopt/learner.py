@@ -1,7 +1,10 @@
 """QT-Opt's learner: per batch, the Bellman targets from the two lagged target networks at
 CEM's argmax, one Adam step of Q, then the targets' updates (Kalashnikov et al. 2018, section
-4.2). The paper computes the targets in separate Bellman-updater processes; here the learner
-computes them itself, on every launcher (see docs/algorithms/qtopt.md).
+4.2). The paper computes the targets in separate Bellman-updater processes: on the ray launcher
+with `--agent.bellman-updaters N` they do (`shoal.agents.qtopt.updater`), from the target
+networks this learner publishes (`updater_weights`), and the learner takes the targets from the
+batch; otherwise (inline, always) it computes them itself, in turn (see
+docs/algorithms/qtopt.md).
 
 The replay and its ratio are the data path's: one `update` is one gradient step.
 """
@@ -27,6 +30,7 @@ from shoal.agents.continuous import transitions
 from shoal.agents.qtopt.config import QTOptConfig
 from shoal.agents.qtopt.loss import bellman_targets, q_loss
 from shoal.agents.qtopt.networks import QTOptNet
+from shoal.agents.qtopt.updater import TARGET, target_weights
 from shoal.envs.spec import EnvSpec
 from shoal.nets import module_device
 from shoal.optim import Adam
@@ -53,7 +57,10 @@ class QTOptLearner(DeclaredState):
             schedule = LearningRateSchedule(base=self.config.learning_rate, anneal=True)
             self.optimizer.lr = schedule.value(progress)
         data = transitions(batch, module_device(self.net))
-        targets = bellman_targets(self.target1, self.target2, data, self.config)
+        if TARGET in batch:  # labelled by a Bellman updater
+            targets = torch.from_numpy(np.asarray(batch[TARGET])).to(data.reward.device)
+        else:
+            targets = bellman_targets(self.target1, self.target2, data, self.config)
         loss, metrics = q_loss(self.net.q, data, targets)
         optimizer_step(self.optimizer, loss)
         self.gradient_steps += 1
@@ -68,6 +75,10 @@ class QTOptLearner(DeclaredState):
         """CPU copies of the Q-function's weights: all that acting needs."""
         state = self.net.q.state_dict()
         return {key: value.detach().to("cpu", copy=True) for key, value in state.items()}
+
+    def updater_weights(self) -> Weights:
+        """CPU copies of both target networks' weights: what a Bellman updater needs."""
+        return target_weights(self.target1, self.target2)
 
     def learner_state(self) -> LearnerState:
         # The replay is the data path's: its snapshot (dataset rows included) is the table's.
