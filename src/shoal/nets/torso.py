@@ -18,6 +18,7 @@ from torch import nn
 
 from shoal.envs.observations import network_space
 from shoal.errors import ConfigError, did_you_mean
+from shoal.nets.board import BoardCNN
 from shoal.nets.cnn import MinAtarCNN, NatureCNN, observation_scale, to_float
 from shoal.nets.mlp import MLP, Activation
 from shoal.nets.resnet import ImpalaResNet
@@ -31,12 +32,13 @@ __all__ = [
     "torso_from_setting",
 ]
 
-TorsoKind = Literal["auto", "mlp", "nature_cnn", "impala_resnet", "minatar_cnn"]
+TorsoKind = Literal["auto", "mlp", "nature_cnn", "impala_resnet", "minatar_cnn", "board_cnn"]
 _KINDS: tuple[str, ...] = get_args(TorsoKind)
 _IMAGE_TORSOS: dict[str, type[nn.Module]] = {
     "nature_cnn": NatureCNN,
     "impala_resnet": ImpalaResNet,
     "minatar_cnn": MinAtarCNN,
+    "board_cnn": BoardCNN,  # channels-last board planes (PettingZoo's classic games)
 }
 Observation = torch.Tensor | Mapping[str, Any]
 

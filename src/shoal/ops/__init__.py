@@ -84,6 +84,7 @@ from shoal.ops.trust_region import (
     conjugate_gradient,
     fisher_vector_product,
 )
+from shoal.ops.turns import TurnAdvantages, turn_advantages
 from shoal.ops.value_rescaling import (
     combine_q_values,
     signed_hyperbolic,
@@ -103,6 +104,7 @@ __all__ = [
     "QuantileLoss",
     "SearchResult",
     "SquashedSample",
+    "TurnAdvantages",
     "VTraceReturns",
     "adaptive_kl_coefficient",
     "approx_kl",
@@ -161,6 +163,7 @@ __all__ = [
     "temperature_loss",
     "transformed_greedy_retrace",
     "transformed_n_step_double_q_targets",
+    "turn_advantages",
     "uniform_legal_actions",
     "value_loss",
     "visit_policy",

@@ -68,7 +68,8 @@ class ActorCriticConfig:
     hidden_sizes: tuple[int, ...] = param((64, 64), "Hidden layer widths of policy and value MLPs.")
     activation: Activation = param("tanh", "Hidden activation.")
     torso: str = param(
-        "auto", "auto, mlp, nature_cnn, impala_resnet, minatar_cnn, or package.module:function."
+        "auto",
+        "auto, mlp, nature_cnn, impala_resnet, minatar_cnn, board_cnn, or package.module:function.",
     )
     shared_torso: bool | None = param(
         None, "Share one torso between policy and value (default: yes for images, no for vectors)."

@@ -2,6 +2,7 @@
 
 from shoal.agents.actor_critic import PPOPolicy, make_networks, on_policy_data_path
 from shoal.agents.base import Agent, Layout
+from shoal.agents.common.league import league_metrics, with_league
 from shoal.agents.ppo.config import PPOConfig, validate
 from shoal.agents.ppo.learner import PPOLearner
 from shoal.data import DataPath
@@ -17,10 +18,11 @@ AGENT = Agent(
     name="ppo",
     config_cls=PPOConfig,
     make_networks=make_networks,
-    make_policy=PPOPolicy,
+    make_policy=with_league(PPOPolicy),
     make_learner=PPOLearner,
     make_data_path=make_data_path,
     validate=validate,
+    policy_metrics=league_metrics,
     mutable=frozenset(
         {
             "learning_rate",

@@ -12,15 +12,17 @@ from shoal.agents.actor_critic.config import (
     unroll_length_param,
 )
 from shoal.agents.checks import require_positive
+from shoal.agents.common.league import LeagueConfig
 from shoal.config import keeps_old_names, param
 from shoal.data import Layout
 
 
 @keeps_old_names
 @dataclass(frozen=True, kw_only=True)
-class PPOConfig(LSTMConfig, LossWeightsConfig, GAEConfig, ObservationNormConfig):
+class PPOConfig(LeagueConfig, LSTMConfig, LossWeightsConfig, GAEConfig, ObservationNormConfig):
     """The family's settings (`ActorCriticConfig`) with PPO's defaults where they differ, the
-    clipped surrogate's epochs and minibatches, and reward scaling and clipping."""
+    clipped surrogate's epochs and minibatches, reward scaling and clipping, and self-play with a
+    league (`shoal.agents.common.league`)."""
 
     learning_rate: float = param(3e-4, "Adam step size at the start of training.")
     anneal_lr: bool = param(True, "Decay the learning rate linearly to 0 over the budget.")

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import torch
 
 from shoal.agents.actor_critic import CoreState, sequence_inputs, sequence_minibatches
 from shoal.agents.base import NetworkLearner, Unroll, Update
-from shoal.agents.common import LearningRateSchedule
+from shoal.agents.common import LearningRateSchedule, legal_actions
 from shoal.agents.ppo.config import PPOConfig
 from shoal.agents.ppo.loss import (
     Minibatch,
@@ -19,6 +20,7 @@ from shoal.agents.ppo.loss import (
     ppo_loss,
     ppo_sequence_loss,
     rollout_targets,
+    turn_targets,
 )
 from shoal.agents.ppo.networks import ActorCritic
 from shoal.envs.spec import EnvSpec
@@ -69,9 +71,16 @@ class PPOLearner(NetworkLearner):
             if len(batch.final_index):
                 t, b = final_index.unbind(1)
                 v_t[t, b] = net.final_values(map_tree(tensor, batch.final_obs), final_index, kept)
-        advantages, returns = rollout_targets(
-            config, rewards, terminated, truncated, values[:-1], v_t
-        )
+        acting = _acting_steps(batch, obs, tensor)
+        learn: torch.Tensor | None = None  # [T, B] bool: the steps to learn from (None: all)
+        if acting is None:
+            advantages, returns = rollout_targets(
+                config, rewards, terminated, truncated, values[:-1], v_t
+            )
+        else:  # rows that act on some steps only (multi-agent rows, a league's learner seat)
+            advantages, returns, learn = turn_targets(
+                config, rewards, terminated, truncated, values[:-1], v_t, acting
+            )
         actions = batch.extras.get("action", batch.actions)
         if net.recurrent:
             sequences = Sequences(
@@ -83,7 +92,7 @@ class PPOLearner(NetworkLearner):
                 old_values=values[:-1],
                 advantages=advantages,
                 returns=returns,
-                active=tensor(batch.extras["active"]) if "active" in batch.extras else None,
+                active=learn,
             )
             data = sequences.flat()
             metrics = self._optimise_sequences(sequences, clip_eps)
@@ -96,8 +105,8 @@ class PPOLearner(NetworkLearner):
                 advantages=advantages.flatten(),
                 returns=returns.flatten(),
             )
-            if "active" in batch.extras:  # rows without an agent (multi-agent envs) teach nothing
-                keep = tensor(batch.extras["active"]).flatten().nonzero().squeeze(1)
+            if learn is not None:  # rows without an agent, or an opponent's, teach nothing
+                keep = learn.flatten().nonzero().squeeze(1)
                 data = Minibatch(*(map_tree(functools.partial(_rows, index=keep), f) for f in data))
             metrics = self._optimise(data, clip_eps)
         if net.obs_norm is not None:
@@ -189,6 +198,33 @@ class PPOLearner(NetworkLearner):
         norm.update(torch.from_numpy(returns))
         scale = float((norm.var + norm.eps).sqrt())
         return np.clip(batch.rewards / scale, -norm.clip, norm.clip).astype(np.float32)
+
+
+def _acting_steps(
+    batch: Unroll, obs: Any, tensor: Callable[[np.ndarray], torch.Tensor]
+) -> torch.Tensor | None:
+    """`[T + 1, B]` bool: the steps each row acts on, for rows that act on some only (None:
+    every row acts at every step). Step t: the env's `active` (the row's agent is present) and
+    the policy's `learning` (the learner, not a league opponent, acted). Step T, past the
+    unroll: the row's agent may move on its last observation (its action mask allows a move;
+    without a mask, as at T - 1) and the row still plays the same seat (as at T - 1: if that
+    step ended the game, step T is not needed)."""
+    extras = batch.extras
+    if "active" not in extras and "learning" not in extras:
+        return None
+    shape = batch.rewards.shape
+    acting = np.ones(shape, bool)
+    for key in ("active", "learning"):
+        if key in extras:
+            acting &= np.asarray(extras[key], bool)
+    mask = legal_actions(obs)
+    if mask is not None:
+        last = mask[-1].any(-1).cpu().numpy()
+        if "learning" in extras:
+            last = last & np.asarray(extras["learning"][-1], bool)
+    else:
+        last = acting[-1]
+    return tensor(np.concatenate([acting, last[None]]))
 
 
 def _rows(tensor: torch.Tensor, index: torch.Tensor) -> torch.Tensor:

@@ -105,6 +105,28 @@ def rollout_targets(
     return advantages, advantages + v_tm1
 
 
+def turn_targets(
+    config: PPOConfig,
+    rewards: torch.Tensor,
+    terminated: torch.Tensor,
+    truncated: torch.Tensor,
+    v_tm1: torch.Tensor,
+    v_t: torch.Tensor,
+    acting: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """GAE advantages and value targets `[T, B]` of rows that act only on some steps
+    (`acting` `[T + 1, B]`: multi-agent rows, a turn-based game's players, a league's learner
+    seat), over each row's own turns (`ops.turn_advantages`), and the steps to learn from
+    (`[T, B]` bool: acting steps whose next turn lies in the unroll)."""
+    if config.reward_clip is not None:
+        rewards = rewards.clamp(-config.reward_clip, config.reward_clip)
+    discount_t = config.gamma * (~terminated).float()
+    turns = ops.turn_advantages(
+        rewards, discount_t, v_tm1, v_t, config.gae_lambda, terminated | truncated, acting
+    )
+    return turns.advantages, turns.advantages + v_tm1, turns.valid
+
+
 def ppo_loss(
     net: ActorCritic, batch: Minibatch, config: PPOConfig, clip_eps: float
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:

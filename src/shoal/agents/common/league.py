@@ -1,0 +1,417 @@
+"""Self-play with a league of past selves, for turn-based games played as rows.
+
+In each game the learner's policy plays one seat (which seat alternates from game to game) and
+a *league* member plays the others: a frozen copy of the learner's weights, kept every
+`league_interval` weight versions (the newest `league_size` copies), or the current weights
+themselves. Only the learner's rows are learned from: the policy marks them in the extra
+`learning`, and learners that honour it (PPO) leave the other rows out of the loss, as they
+leave out rows whose agent is absent (`active`).
+
+Opponents are drawn per game by prioritised fictitious self-play (PFSP, Vinyals et al. 2019,
+"Grandmaster level in StarCraft II using multi-agent reinforcement learning", Nature 575,
+"Methods: prioritized fictitious self-play"): member m is drawn with probability proportional
+to `f(x_m) = (1 - x_m) ** p`, `x_m` the learner's score against m (wins plus half the draws,
+per game) over the last `league_window` games against it, so the opponents that beat the learner
+are played most (p = 2, AlphaStar's `f_hard`); members not played yet count as x = 1/2. With
+`league_sampling: uniform` every member is equally likely.
+
+The bookkeeping keeps an Elo rating (Elo 1978) for the learner and each member: after a game of
+A (score S: 1, 1/2 or 0) against B, `E = 1 / (1 + 10 ** ((R_B - R_A) / 400))`,
+`R_A += K (S - E)` and `R_B -= K (S - E)`. A new snapshot starts with the learner's rating.
+
+The league lives on the acting side (`LeaguePolicy`, one per actor, inline or on Ray): it sees
+every game's result there (`Policy.observe`), and each actor keeps its own copies of the
+weights it acted with, so nothing crosses processes but the usual weights. A resumed run starts
+a new league from the resumed weights (the copies are not checkpointed).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from torch import nn
+
+from shoal.agents.base import ActMode, Layout, Policy, PolicyStep, State, StepInputs, Weights
+from shoal.config import param
+from shoal.envs.spec import EnvSpec
+from shoal.errors import ConfigError
+from shoal.tree import map_tree
+
+__all__ = [
+    "CURRENT",
+    "League",
+    "LeagueConfig",
+    "LeaguePolicy",
+    "elo_expected",
+    "elo_from_score",
+    "elo_update",
+    "league_metrics",
+    "pfsp_weights",
+    "with_league",
+]
+
+SelfPlay = Literal["off", "league"]
+Sampling = Literal["pfsp", "uniform"]
+CURRENT = -1  # the member id of the learner's current weights
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeagueConfig:
+    """Settings of self-play with a league (turn-based games of two or more players)."""
+
+    self_play: SelfPlay = param(
+        "off",
+        "league: the policy plays one seat of each game against a league of its past selves "
+        "(turn-based games); off: one policy plays every seat.",
+    )
+    league_size: int = param(8, "Past selves the league keeps (the oldest leaves first).")
+    league_interval: int = param(10, "Weight versions (updates) between copies kept.")
+    league_sampling: Sampling = param(
+        "pfsp", "pfsp: opponents that beat the learner are drawn more; uniform: all alike."
+    )
+    pfsp_power: float = param(2.0, "p of PFSP's weight (1 - learner's score) ** p.")
+    league_window: int = param(100, "Games against a member its PFSP score counts.")
+    league_keep_first: bool = param(
+        False, "Keep the first copy (the untrained policy) when the league is full."
+    )
+
+    def __post_init__(self) -> None:
+        parent = getattr(super(), "__post_init__", None)
+        if parent is not None:
+            parent()
+        if self.self_play not in ("off", "league"):
+            raise ValueError(f"self_play must be off or league, got {self.self_play!r}.")
+        if self.league_sampling not in ("pfsp", "uniform"):
+            raise ValueError(
+                f"league_sampling must be pfsp or uniform, got {self.league_sampling!r}."
+            )
+        for name in ("league_size", "league_interval", "league_window"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
+        if not (self.pfsp_power >= 0 and math.isfinite(self.pfsp_power)):
+            raise ValueError(f"pfsp_power must be >= 0, got {self.pfsp_power}.")
+        if self.self_play == "league" and getattr(self, "use_lstm", False):
+            raise ValueError(
+                "self_play league acts with frozen copies of a feed-forward policy; it does "
+                "not carry LSTM states for them. Set use_lstm false or self_play off."
+            )
+
+
+def pfsp_weights(scores: np.ndarray, power: float) -> np.ndarray:
+    """PFSP's sampling probabilities `(1 - x) ** p / Σ (1 - x) ** p` of members against which
+    the learner scored `scores` `[M]` (in [0, 1]); uniform if every weight is 0."""
+    weights = (1.0 - np.clip(np.asarray(scores, np.float64), 0.0, 1.0)) ** power
+    total = weights.sum()
+    if not total > 0:
+        return np.full(len(weights), 1.0 / len(weights))
+    return np.asarray(weights / total)
+
+
+def elo_expected(rating_a: float, rating_b: float) -> float:
+    """A's expected score against B: `1 / (1 + 10 ** ((R_B - R_A) / 400))`."""
+    return float(1.0 / (1.0 + 10.0 ** ((rating_b - rating_a) / 400.0)))
+
+
+def elo_update(
+    rating_a: float, rating_b: float, score_a: float, k: float = 16.0
+) -> tuple[float, float]:
+    """Both ratings after a game A scored `score_a` in (1 win, 1/2 draw, 0 loss)."""
+    change = k * (score_a - elo_expected(rating_a, rating_b))
+    return rating_a + change, rating_b - change
+
+
+def elo_from_score(score: float, games: int, opponent_rating: float = 0.0) -> float:
+    """The rating whose expected score against `opponent_rating` is `score`, the score kept
+    half a game inside (0, 1) so that a clean sweep gives a finite (lower or upper) bound."""
+    half = 0.5 / max(games, 1)
+    s = min(max(score, half), 1.0 - half)
+    return opponent_rating + 400.0 * math.log10(s / (1.0 - s))
+
+
+class League:
+    """The league's members and results: copies of the learner's weights every `interval`
+    versions (at most `size`), each member's last `window` results, and Elo ratings."""
+
+    def __init__(
+        self,
+        size: int,
+        interval: int,
+        sampling: Sampling = "pfsp",
+        power: float = 2.0,
+        window: int = 100,
+        seed: int = 0,
+        k: float = 16.0,
+        keep_first: bool = False,
+    ) -> None:
+        self.size, self.interval, self.sampling, self.power = size, interval, sampling, power
+        self.keep_first = keep_first
+        self.window, self.k = window, k
+        self.rng = np.random.default_rng(seed)
+        self.snapshots: dict[int, Weights] = {}  # member id -> weights, oldest first
+        self.versions: dict[int, int] = {}  # member id -> the version it is a copy of
+        self._last_kept: int | None = None
+        self.results: dict[int, deque[float]] = {CURRENT: deque(maxlen=window)}
+        self.ratings: dict[int, float] = {CURRENT: 0.0}
+        self.learner_rating = 0.0
+        self.games = 0
+        self._next_id = 0
+
+    @property
+    def members(self) -> list[int]:
+        """Member ids: the past selves, oldest first, then `CURRENT`."""
+        return [*self.snapshots, CURRENT]
+
+    def add_version(self, weights: Weights, version: int) -> int | None:
+        """The learner's weights of `version`: keep a copy if it is the first seen or
+        `interval` versions after the last copy kept. Returns the new member's id, or None."""
+        if self._last_kept is not None and version < self._last_kept + self.interval:
+            return None
+        self._last_kept = version
+        member = self._next_id
+        self._next_id += 1
+        self.snapshots[member] = {k: v.detach().to("cpu", copy=True) for k, v in weights.items()}
+        self.versions[member] = version
+        self.results[member] = deque(maxlen=self.window)
+        self.ratings[member] = self.learner_rating
+        while len(self.snapshots) > self.size:
+            oldest = list(self.snapshots)[1 if self.keep_first and self.size > 1 else 0]
+            self.drop(oldest)
+        return member
+
+    def drop(self, member: int) -> None:
+        del self.snapshots[member], self.versions[member]
+        del self.results[member], self.ratings[member]
+
+    def scores(self) -> np.ndarray:
+        """The learner's score against each member (`members` order); 1/2 where unplayed."""
+        return np.array(
+            [float(np.mean(self.results[m])) if self.results[m] else 0.5 for m in self.members]
+        )
+
+    def probabilities(self) -> np.ndarray:
+        members = self.members
+        if self.sampling == "uniform":
+            return np.full(len(members), 1.0 / len(members))
+        return pfsp_weights(self.scores(), self.power)
+
+    def sample(self) -> int:
+        """An opponent for the next game."""
+        members = self.members
+        return members[int(self.rng.choice(len(members), p=self.probabilities()))]
+
+    def record(self, member: int, score: float) -> None:
+        """The learner scored `score` (1, 1/2, 0) in a game against `member`."""
+        self.games += 1
+        if member not in self.results:  # dropped while the game was played
+            return
+        self.results[member].append(score)
+        self.learner_rating, self.ratings[member] = elo_update(
+            self.learner_rating, self.ratings[member], score, self.k
+        )
+
+    def summary(self) -> dict[str, Any]:
+        """Plain values for metrics: size, games, the learner's score against the past selves
+        over their windows, and its Elo rating minus the mean of the past selves'."""
+        past = [m for m in self.snapshots if self.results[m]]
+        played = [x for m in past for x in self.results[m]]
+        ratings = [self.ratings[m] for m in self.snapshots]
+        return {
+            "size": len(self.snapshots),
+            "games": self.games,
+            "score": float(np.mean(played)) if played else float("nan"),
+            "elo_gap": self.learner_rating - float(np.mean(ratings)) if ratings else 0.0,
+        }
+
+
+class LeaguePolicy(Policy):
+    """`inner` acting in the learner's seat of each game and a league member in the others.
+
+    Rows are env slots; a game of N players is slots `[g N, (g + 1) N)` (`shoal.envs.agent_rows`).
+    Game g's learner plays seat `g mod N` in its first game and the next seat in each new game;
+    its opponent is drawn from the league when the game starts. Outside training (`mode`
+    sample or greedy: evaluation, `shoal.load`) `inner` plays every seat.
+
+    `make_frozen(net)` makes the policy a frozen copy acts with (the same class as `inner`).
+    The extras gain `learning` `[n]` bool: the row's action is the learner's.
+
+    Versions are counted in the rows' steps, `steps_per_version` each (an on-policy agent's
+    unroll length: one update per unroll of every env), so the league keeps its copies alike
+    whether the weights are shared with the learner (inline) or sent to the actor (Ray)."""
+
+    def __init__(
+        self,
+        inner: Policy,
+        make_frozen: Callable[[nn.Module], Policy],
+        league: League,
+        players: int,
+        steps_per_version: int,
+    ) -> None:
+        self.inner, self.net = inner, inner.net
+        self.make_frozen, self.league, self.players = make_frozen, league, players
+        self.steps_per_version = steps_per_version
+        self._version = -1  # the newest version offered to the league
+        self._frozen: dict[int, Policy] = {}
+        self._seat: dict[int, int] = {}  # game -> the learner's seat
+        self._opponent: dict[int, int] = {}  # game -> member id
+        self._return: dict[int, float] = {}  # game -> the learner's return so far
+        self._first_slot: int | None = None
+
+    def initial_state(self, slots: np.ndarray) -> State:
+        return self.inner.initial_state(slots)
+
+    def load_weights(self, weights: Weights) -> None:
+        self.inner.load_weights(weights)
+
+    def apply_settings(self, config: Any) -> None:
+        self.inner.apply_settings(config)
+
+    def step(self, obs: Any, state: State, inputs: StepInputs, mode: ActMode) -> PolicyStep:
+        if mode != "train":
+            return self.inner.step(obs, state, inputs, mode)
+        slots = inputs.slot
+        if self._first_slot is None:
+            self._first_slot = int(slots.min())
+        self._keep_copy(int(inputs.steps.max()) // self.steps_per_version)
+        games = slots // self.players
+        for g in np.unique(games).tolist():
+            if g not in self._seat:
+                self._start(g, g % self.players)
+        learner_seat = np.array([self._seat[g] for g in games.tolist()])
+        learning = slots % self.players == learner_seat
+        opponent = np.array([self._opponent[g] for g in games.tolist()])
+        # The current weights act for the learner's rows and the rows they play themselves in.
+        by_inner = learning | (opponent == CURRENT)
+        n = len(slots)
+        action: np.ndarray | None = None
+        extras: dict[str, np.ndarray] = {}
+        groups: list[tuple[Policy, np.ndarray]] = [(self.inner, np.flatnonzero(by_inner))]
+        for member in np.unique(opponent[~by_inner]).tolist():
+            rows = np.flatnonzero(~by_inner & (opponent == member))
+            groups.append((self._frozen_policy(member), rows))
+        for policy, rows in groups:
+            if len(rows) == 0:
+                continue
+            part = policy.step(
+                map_tree(lambda x, r=rows: x[r], obs),
+                {},
+                StepInputs(*(field[rows] for field in inputs)),
+                mode,
+            )
+            if action is None:
+                action = np.zeros((n, *part.action.shape[1:]), part.action.dtype)
+            action[rows] = part.action
+            for key, value in part.extras.items():
+                if key not in extras:
+                    extras[key] = np.zeros((n, *value.shape[1:]), value.dtype)
+                extras[key][rows] = value
+        assert action is not None
+        extras["learning"] = learning
+        return PolicyStep(action, extras)
+
+    def observe(self, slots: np.ndarray, rewards: np.ndarray, ended: np.ndarray) -> None:
+        self.inner.observe(slots, rewards, ended)
+        games = slots // self.players
+        seats = np.array([self._seat.get(g, -1) for g in games.tolist()])
+        finished = []
+        for i in np.flatnonzero(slots % self.players == seats).tolist():  # the learner's rows
+            g = int(games[i])
+            self._return[g] += float(rewards[i])
+            if ended[i]:
+                finished.append(g)
+        for g in finished:  # its result, then the next game: the next seat, a new opponent
+            result = self._return[g]
+            self.league.record(self._opponent[g], 1.0 if result > 0 else 0.0 if result < 0 else 0.5)
+            self._start(g, (self._seat[g] + 1) % self.players)
+
+    def state_dict(self) -> dict[str, Any]:
+        if self._first_slot is None:
+            return {}
+        return {f"league/slot{self._first_slot}": self.league.summary()}
+
+    def _keep_copy(self, version: int) -> None:
+        """Offer the league the weights acted with now, as `version`."""
+        if version <= self._version:
+            return
+        self._version = version
+        if self.league.add_version(self.inner.net.state_dict(), version) is not None:
+            playing = set(self._opponent.values())  # a member dropped now finishes its games
+            for member in list(self._frozen):
+                if member not in self.league.snapshots and member not in playing:
+                    del self._frozen[member]
+
+    def _start(self, game: int, seat: int) -> None:
+        member = self.league.sample()
+        self._seat[game], self._opponent[game] = seat, member
+        self._return[game] = 0.0
+        if member != CURRENT:
+            self._frozen_policy(member)  # made now: the league may drop the member mid-game
+
+    def _frozen_policy(self, member: int) -> Policy:
+        policy = self._frozen.get(member)
+        if policy is None:
+            net = copy.deepcopy(self.inner.net)
+            for p in net.parameters():
+                p.requires_grad_(False)
+            policy = self.make_frozen(net)
+            policy.load_weights(self.league.snapshots[member])
+            self._frozen[member] = policy
+        return policy
+
+
+def league_metrics(policy_state: Mapping[str, Any]) -> dict[str, float]:
+    """Metrics of the actors' leagues (their `LeaguePolicy.state_dict`s): `league_size`,
+    `league_games`, `league_score` (the learner's score against its past selves) and
+    `league_elo_gap`, each the mean over actors (games: the sum)."""
+    leagues = [v for k, v in policy_state.items() if k.startswith("league/")]
+    if not leagues:
+        return {}
+    scores = [s["score"] for s in leagues if not math.isnan(s["score"])]
+    return {
+        "league_size": float(np.mean([s["size"] for s in leagues])),
+        "league_games": float(sum(s["games"] for s in leagues)),
+        "league_score": float(np.mean(scores)) if scores else float("nan"),
+        "league_elo_gap": float(np.mean([s["elo_gap"] for s in leagues])),
+    }
+
+
+MakePolicy = Callable[..., Policy]  # (spec, config, net, seed, layout) -> Policy
+
+
+def with_league(make_policy: MakePolicy) -> MakePolicy:
+    """`make_policy`, wrapped in a `LeaguePolicy` when the config says `self_play: league`."""
+
+    def make(
+        spec: EnvSpec, config: Any, net: nn.Module, seed: int, layout: Layout | None = None
+    ) -> Policy:
+        layout = layout or Layout()
+        policy = make_policy(spec, config, net, seed, layout)
+        if getattr(config, "self_play", "off") == "off":
+            return policy
+        if spec.num_agents < 2:
+            raise ConfigError(
+                f"self_play league needs a game of two or more players as rows (tictactoe, "
+                f"connect_four, a PettingZoo AEC game); {spec.env_id} has "
+                f"{max(spec.num_agents, 1)} agent. Set --agent.self-play off."
+            )
+        league = League(
+            config.league_size,
+            config.league_interval,
+            config.league_sampling,
+            config.pfsp_power,
+            config.league_window,
+            seed=seed,
+            keep_first=config.league_keep_first,
+        )
+
+        def make_frozen(frozen_net: nn.Module) -> Policy:
+            return make_policy(spec, config, frozen_net, seed + 1, layout)
+
+        return LeaguePolicy(policy, make_frozen, league, spec.num_agents, config.unroll_length)
+
+    return make
