@@ -256,6 +256,33 @@ def test_an_atari_protocol_record_of_a_bucket_run_is_kept_in_the_bucket(bucket):
     assert json.loads(MEMORY.cat_file(kept.removeprefix("memory:/")))["mean_score"] == 3.0
 
 
+def test_an_atari_protocol_record_of_one_checkpoint_is_kept_in_its_run(tmp_path):
+    """`shoal eval RUN/checkpoints/step-N.pt --protocol atari` keeps its record in RUN."""
+    from shoal.evaluation_protocol import AtariEvaluation, ProtocolEpisode, save_record
+
+    checkpoint = tmp_path / "run" / "checkpoints" / "step-000000000007.pt"
+    checkpoint.parent.mkdir(parents=True)
+    checkpoint.write_bytes(b"weights")
+    episode = ProtocolEpisode(
+        seed=1, score=3.0, agent_steps=10, frames=40, capped=False, human_normalized=None
+    )
+    result = AtariEvaluation(
+        run_dir=str(checkpoint),
+        env_id="ALE/Pong-v5",
+        game="pong",
+        checkpoint_steps=7,
+        mode="greedy",
+        epsilon=None,
+        settings={},
+        random_score=None,
+        human_score=None,
+        episodes=(episode,),
+    )
+    kept = save_record(result)
+    assert kept == tmp_path / "run" / "evaluations" / "atari-step-000000000007.json"
+    assert json.loads(kept.read_text())["mean_score"] == 3.0
+
+
 def test_a_sync_puts_snapshots_first_moves_checkpoints_into_place_and_prunes_last(
     tmp_path, monkeypatch
 ):

@@ -34,7 +34,7 @@ from shoal.envs.registry import resolve_env
 from shoal.envs.vector import in_process_vector_env
 from shoal.errors import ConfigError, ShoalError, ShoalWarning
 from shoal.run.buckets import is_url, write_text
-from shoal.run.layout import EVALUATIONS_DIR, protocol_record_name
+from shoal.run.layout import CHECKPOINT_DIR, EVALUATIONS_DIR, protocol_record_name
 from shoal.runtime.evaluate import run_episodes
 from shoal.runtime.recording import ACTING_THREADS
 
@@ -239,7 +239,7 @@ def save_record(result: AtariEvaluation) -> Path | str | None:
             warnings.warn(f"the result was not kept: {err}", ShoalWarning, stacklevel=2)
             return None
         return url
-    folder = Path(result.run_dir) / RECORD_DIR
+    folder = _run_directory(Path(result.run_dir)) / RECORD_DIR
     path = folder / name
     try:
         folder.mkdir(exist_ok=True)
@@ -248,6 +248,15 @@ def save_record(result: AtariEvaluation) -> Path | str | None:
         warnings.warn(f"the result was not kept: {err}", ShoalWarning, stacklevel=2)
         return None
     return path
+
+
+def _run_directory(path: Path) -> Path:
+    """The run directory of `path`: itself, or the run a checkpoint file
+    (`RUN_DIR/checkpoints/step-*.pt`) belongs to, so that scoring one checkpoint keeps its
+    record beside the run's others."""
+    if not path.is_file():
+        return path
+    return path.parent.parent if path.parent.name == CHECKPOINT_DIR else path.parent
 
 
 def main(args: Any) -> None:
