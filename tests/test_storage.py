@@ -233,14 +233,15 @@ def test_play_of_a_url_needs_a_local_video_path(bucket, capsys):
     assert "pass --video out.mp4" in err
 
 
-def test_an_atari_protocol_record_of_a_bucket_run_is_kept_in_the_bucket(bucket):
-    from shoal.evaluation_protocol import AtariEvaluation, ProtocolEpisode, save_record
+def _pong_record(run_dir: str) -> object:
+    """A one-episode no-op protocol result of checkpoint step 7 of `run_dir`."""
+    from shoal.evaluation_protocol import AtariEvaluation, ProtocolEpisode
 
     episode = ProtocolEpisode(
         seed=1, score=3.0, agent_steps=10, frames=40, capped=False, human_normalized=None
     )
-    result = AtariEvaluation(
-        run_dir=f"{bucket}/run",
+    return AtariEvaluation(
+        run_dir=run_dir,
         env_id="ALE/Pong-v5",
         game="pong",
         checkpoint_steps=7,
@@ -251,34 +252,24 @@ def test_an_atari_protocol_record_of_a_bucket_run_is_kept_in_the_bucket(bucket):
         human_score=None,
         episodes=(episode,),
     )
-    kept = save_record(result)
+
+
+def test_an_atari_protocol_record_of_a_bucket_run_is_kept_in_the_bucket(bucket):
+    from shoal.evaluation_protocol import save_record
+
+    kept = save_record(_pong_record(f"{bucket}/run"))
     assert kept == f"{bucket}/run/evaluations/atari-step-000000000007.json"
     assert json.loads(MEMORY.cat_file(kept.removeprefix("memory:/")))["mean_score"] == 3.0
 
 
 def test_an_atari_protocol_record_of_one_checkpoint_is_kept_in_its_run(tmp_path):
     """`shoal eval RUN/checkpoints/step-N.pt --protocol atari` keeps its record in RUN."""
-    from shoal.evaluation_protocol import AtariEvaluation, ProtocolEpisode, save_record
+    from shoal.evaluation_protocol import save_record
 
     checkpoint = tmp_path / "run" / "checkpoints" / "step-000000000007.pt"
     checkpoint.parent.mkdir(parents=True)
     checkpoint.write_bytes(b"weights")
-    episode = ProtocolEpisode(
-        seed=1, score=3.0, agent_steps=10, frames=40, capped=False, human_normalized=None
-    )
-    result = AtariEvaluation(
-        run_dir=str(checkpoint),
-        env_id="ALE/Pong-v5",
-        game="pong",
-        checkpoint_steps=7,
-        mode="greedy",
-        epsilon=None,
-        settings={},
-        random_score=None,
-        human_score=None,
-        episodes=(episode,),
-    )
-    kept = save_record(result)
+    kept = save_record(_pong_record(str(checkpoint)))
     assert kept == tmp_path / "run" / "evaluations" / "atari-step-000000000007.json"
     assert json.loads(kept.read_text())["mean_score"] == 3.0
 
