@@ -31,6 +31,7 @@ from shoal import config as configs
 from shoal import experiment
 from shoal.errors import ConfigError, ShoalError
 from shoal.runtime.program import run_layout
+from shoal.tune.pbt import pbt_class
 from shoal.tune.space import Space, load_space, parse_space
 from shoal.tune.trial import ERROR_KEY
 
@@ -461,7 +462,7 @@ def _tune_config(plan: _Plan) -> Any:
     asked, run = plan.asked, plan.resolved.run
     search_alg = None
     if asked.scheduler == "pbt":
-        scheduler: Any = _pbt_class()(
+        scheduler: Any = pbt_class()(
             time_attr="env_steps",
             perturbation_interval=plan.perturbation_interval,
             hyperparam_mutations={"agent": plan.space.to_tune()["agent"]},
@@ -509,27 +510,6 @@ class _KeepInSpace:
                 value = min(max(agent[name], low), high)
                 agent[name] = round(value) if integer else float(value)
         return config
-
-
-def _pbt_class() -> type:
-    from ray.tune.schedulers import PopulationBasedTraining
-
-    class NewestCheckpointPBT(PopulationBasedTraining):
-        """Tune's PBT, whose members in the top quantile can be copied before their own
-        perturbation time: Tune takes a top member's checkpoint only when that member
-        reaches the interval itself, so a bottom member arriving first found none and
-        skipped its exploit (ray-project/ray#27170). Every trial checkpoints each row here,
-        so the newest checkpoint (at most one row old) stands in."""
-
-        def _checkpoint_or_exploit(self, trial, tune_controller, upper_quantile, lower_quantile):
-            for top in upper_quantile:
-                state = self._trial_state[top]
-                if top is not trial and state.last_checkpoint is None and top.checkpoint:
-                    state.last_checkpoint = top.checkpoint
-                    state.last_result = state.last_result or top.last_result
-            super()._checkpoint_or_exploit(trial, tune_controller, upper_quantile, lower_quantile)
-
-    return NewestCheckpointPBT
 
 
 def _keep_actors_class() -> type:
