@@ -42,6 +42,8 @@ class PolicyPlayer:
 
 
 def describe(name: str, result: MatchResult) -> str:
+    if result.games == 0:
+        return f"vs {name}: not played"
     elo = elo_from_score(result.score, result.games)
     bound = " (bound)" if result.wins in (0, result.games) and not result.draws else ""
     return (
@@ -75,7 +77,9 @@ class Curve(shoal.Callback):
             "random": vars_of(versus_random),
             "mcts": vars_of(versus_mcts),
             "elo_vs_random": elo_from_score(versus_random.score, versus_random.games),
-            "elo_vs_mcts": elo_from_score(versus_mcts.score, versus_mcts.games),
+            "elo_vs_mcts": (
+                elo_from_score(versus_mcts.score, versus_mcts.games) if args.mcts_games else None
+            ),
         }
         self.rows.append(row)
         print(  # on a line of its own, after the progress bar's
@@ -108,6 +112,8 @@ def plot(rows: list[dict], args: argparse.Namespace, path: str) -> None:
             ("mcts", f"vs MCTS-{args.mcts_rollouts} ({args.mcts_games} games)"),
         ):
             games = [sum(row[opponent].values()) for row in rows]
+            if not all(games):
+                continue  # not played (--mcts-games 0)
             wins = [row[opponent]["win"] / g for row, g in zip(rows, games, strict=True)]
             ax.plot(x, wins, marker="o", label=name)
         ax.axhline(0.95, color="grey", linestyle=":", linewidth=1)
