@@ -20,12 +20,12 @@ from shoal.agents.base import Policy, PolicyStep, StepInputs
 from shoal.agents.common.league import (
     CURRENT,
     League,
-    LeaguePolicy,
     elo_expected,
     elo_from_score,
     elo_update,
     pfsp_weights,
 )
+from shoal.agents.common.league_policy import LeaguePolicy
 from shoal.agents.ppo import AGENT as PPO
 from shoal.agents.ppo import PPOConfig
 from shoal.data import Layout
