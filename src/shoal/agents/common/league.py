@@ -21,14 +21,16 @@ A (score S: 1, 1/2 or 0) against B, `E = 1 / (1 + 10 ** ((R_B - R_A) / 400))`,
 
 The league lives on the acting side (`LeaguePolicy`, one per actor, inline or on Ray): it sees
 every game's result there (`Policy.observe`), and each actor keeps its own copies of the
-weights it acted with, so nothing crosses processes but the usual weights. A resumed run starts
-a new league from the resumed weights (the copies are not checkpointed).
+weights it acted with. The league is checkpointed with the run (`LeaguePolicy.state_dict`: the
+copies travel to the checkpoint only when they change), so a resumed run, or a restarted Ray
+actor, continues its league.
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -205,6 +207,35 @@ class League:
         self.learner_rating, self.ratings[member] = elo_update(
             self.learner_rating, self.ratings[member], score, self.k
         )
+
+    def state_dict(self, with_snapshots: bool = True) -> dict[str, Any]:
+        """Everything a resumed league continues from, as plain values and CPU tensors (a
+        checkpoint holds nothing else): the members' results, ratings and versions, the
+        sampler's generator and, with `with_snapshots`, the copies' weights."""
+        state: dict[str, Any] = {
+            "versions": dict(self.versions),
+            "results": {m: list(r) for m, r in self.results.items()},
+            "ratings": dict(self.ratings),
+            "learner_rating": self.learner_rating,
+            "games": self.games,
+            "next_id": self._next_id,
+            "last_kept": self._last_kept,
+            "rng": self.rng.bit_generator.state,
+        }
+        if with_snapshots:
+            state["snapshots"] = dict(self.snapshots)
+        return state
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Continue from `state_dict()`'s values (the snapshots included)."""
+        self.snapshots = {int(m): dict(w) for m, w in state["snapshots"].items()}
+        self.versions = {int(m): int(v) for m, v in state["versions"].items()}
+        self.results = {int(m): deque(r, maxlen=self.window) for m, r in state["results"].items()}
+        self.ratings = {int(m): float(r) for m, r in state["ratings"].items()}
+        self.learner_rating = float(state["learner_rating"])
+        self.games, self._next_id = int(state["games"]), int(state["next_id"])
+        self._last_kept = state["last_kept"]
+        self.rng.bit_generator.state = state["rng"]
 
     def summary(self) -> dict[str, Any]:
         """Plain values for metrics: size, games, the learner's score against the past selves

@@ -55,6 +55,8 @@ class LeaguePolicy(Policy):
         self._opponent: dict[int, int] = {}  # game -> member id
         self._return: dict[int, float] = {}  # game -> the learner's return so far
         self._first_slot: int | None = None
+        self._resumed: Mapping[str, Any] = {}  # a checkpoint's policy states, until the first step
+        self._copies_changed = True  # the copies' weights go to the next state_dict
 
     def initial_state(self, slots: np.ndarray) -> State:
         return self.inner.initial_state(slots)
@@ -71,6 +73,7 @@ class LeaguePolicy(Policy):
         slots = inputs.slot
         if self._first_slot is None:
             self._first_slot = int(slots.min())
+            self._resume()
         self._keep_copy(int(inputs.steps.max()) // self.steps_per_version)
         games = slots // self.players
         for g in np.unique(games).tolist():
@@ -124,9 +127,40 @@ class LeaguePolicy(Policy):
             self._start(g, (self._seat[g] + 1) % self.players)
 
     def state_dict(self) -> dict[str, Any]:
+        """This actor's league, under its first slot: the summary (metrics) and the league's
+        small state with every call, the copies' weights only after they changed (the runtime
+        keeps each key's newest value: `Driver.policy_state`)."""
         if self._first_slot is None:
             return {}
-        return {f"league/slot{self._first_slot}": self.league.summary()}
+        slot = self._first_slot
+        state: dict[str, Any] = {
+            f"league/slot{slot}": {
+                **self.league.summary(),
+                "state": self.league.state_dict(with_snapshots=False),
+            }
+        }
+        if self._copies_changed:
+            state[f"league_copies/slot{slot}"] = dict(self.league.snapshots)
+            self._copies_changed = False
+        return state
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Keep a checkpoint's states; this actor's league is taken from them at its first
+        step, when its first slot (the key) is known."""
+        self.inner.load_state_dict(state)
+        self._resumed = state
+
+    def _resume(self) -> None:
+        slot, resumed = self._first_slot, self._resumed
+        self._resumed = {}
+        summary, copies = (
+            resumed.get(f"league/slot{slot}"),
+            resumed.get(f"league_copies/slot{slot}"),
+        )
+        if summary is None or copies is None or "state" not in summary:
+            return  # a new league (a new run, or a checkpoint from before leagues were kept)
+        self.league.load_state_dict({**summary["state"], "snapshots": copies})
+        self._copies_changed = True
 
     def _keep_copy(self, version: int) -> None:
         """Offer the league the weights acted with now, as `version`."""
@@ -134,6 +168,7 @@ class LeaguePolicy(Policy):
             return
         self._version = version
         if self.league.add_version(self.inner.net.state_dict(), version) is not None:
+            self._copies_changed = True
             playing = set(self._opponent.values())  # a member dropped now finishes its games
             for member in list(self._frozen):
                 if member not in self.league.snapshots and member not in playing:
