@@ -5,6 +5,7 @@ opponent, and short runs inline and on ray."""
 from __future__ import annotations
 
 import copy
+import io
 import math
 from pathlib import Path
 
@@ -20,12 +21,12 @@ from shoal.agents.base import Policy, PolicyStep, StepInputs
 from shoal.agents.common.league import (
     CURRENT,
     League,
-    LeaguePolicy,
     elo_expected,
     elo_from_score,
     elo_update,
     pfsp_weights,
 )
+from shoal.agents.common.league_policy import LeaguePolicy
 from shoal.agents.ppo import AGENT as PPO
 from shoal.agents.ppo import PPOConfig
 from shoal.data import Layout
@@ -34,6 +35,7 @@ from shoal.envs.board_players import RandomPlayer, RolloutMCTS, play_match
 from shoal.envs.config import EnvConfig
 from shoal.envs.registry import make_vector_env, resolve_env, spec_of_source
 from shoal.errors import ConfigError
+from shoal.run.checkpoints import load_latest
 from shoal.runtime.collector import UnrollCollector
 from shoal.runtime.rows import Acting
 from shoal.telemetry import read_metrics
@@ -290,6 +292,46 @@ def test_a_short_inline_run_keeps_a_league_and_reports_it(quiet_run):
     assert last["league_size"] == 5  # 12 updates, a copy each, capped at 5
     assert last["league_games"] > 100
     assert 0.0 <= last["league_score"] <= 1.0
+
+
+def test_a_league_goes_through_a_checkpoint_file_and_continues_alike():
+    league = League(size=3, interval=2, seed=5)
+    for version in range(0, 9):
+        league.add_version(weights(float(version)), version)
+    for game in range(30):
+        league.record(league.sample(), float(game % 3 == 0))
+    saved = io.BytesIO()
+    torch.save(league.state_dict(), saved)
+    saved.seek(0)
+    resumed = League(size=3, interval=2, seed=99)
+    resumed.load_state_dict(torch.load(saved, weights_only=True))  # plain values only
+    assert resumed.members == league.members and resumed.versions == league.versions
+    assert resumed.ratings == league.ratings and resumed.games == league.games == 30
+    np.testing.assert_array_equal(resumed.probabilities(), league.probabilities())
+    assert [resumed.sample() for _ in range(20)] == [league.sample() for _ in range(20)]
+    for m in league.snapshots:
+        assert torch.equal(resumed.snapshots[m]["w"], league.snapshots[m]["w"])
+    # The next copy comes `interval` versions after the last one kept, in both.
+    assert (
+        resumed.add_version(weights(9.0), 9) is None and league.add_version(weights(9.0), 9) is None
+    )
+    assert resumed.add_version(weights(10.0), 10) == league.add_version(weights(10.0), 10)
+
+
+def test_a_resumed_run_continues_its_league(quiet_run):
+    agent = {"self_play": "league", "league_interval": 1, "league_size": 5}
+    run = {**quiet_run, "num_envs": 4, "log_interval": 4096}  # 1,024 steps an update
+    first = shoal.train("ppo", "connect_four", seed=0, total_steps=8192, agent=agent, run=run)
+    before = read_metrics(Path(first.run_dir) / "metrics.jsonl")[-1]
+    resumed = shoal.train(resume=first.run_dir, run={"total_steps": 12_288})
+    after = read_metrics(Path(resumed.run_dir) / "metrics.jsonl")[-1]
+    assert before["env_steps"] == 8192 and after["env_steps"] == 12_288
+    # A new league would hold the 4 copies made since the resume and count only their games.
+    assert after["league_size"] == 5
+    assert after["league_games"] > before["league_games"] > 100
+    policies = load_latest(Path(resumed.run_dir) / "checkpoints", "ppo")["policies"]
+    (state,) = [v["state"] for k, v in policies.items() if k.startswith("league/")]
+    assert sorted(state["versions"].values()) == [7, 8, 9, 10, 11]
 
 
 @pytest.mark.integration

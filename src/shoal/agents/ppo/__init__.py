@@ -2,7 +2,7 @@
 
 from shoal.agents.actor_critic import PPOPolicy, make_networks, on_policy_data_path
 from shoal.agents.base import Agent, Layout
-from shoal.agents.common.league import league_metrics, with_league
+from shoal.agents.common.league_policy import league_metrics, with_league
 from shoal.agents.ppo.config import PPOConfig, validate
 from shoal.agents.ppo.learner import PPOLearner
 from shoal.data import DataPath
