@@ -332,8 +332,8 @@ def main() -> None:
         if args.peer:
             train_peer(args)
     runs: dict[int, list[Point]] = {}
-    if "evaluate" in args.phases or "report" in args.phases:
-        for seed in args.seeds:
+    if {"evaluate", "report", "gymnasium"} & set(args.phases):
+        for seed in args.seeds:  # scored only in the evaluate phase; the others read the cache
             runs[seed] = evaluate(args, seed, score="evaluate" in args.phases)
     if "report" in args.phases:
         peer = peer_points(args) if args.peer else []
