@@ -17,7 +17,11 @@ cd "$(dirname "$0")/.."
 py=${PYTHON:-.venv/bin/python}
 sf=${SF_PYTHON:-peers/sf/bin/python}
 # Sample Factory's run last among the timed ones: it cannot be paused (see hold_campaign.sh).
-steps=${STEPS:-"pong dqn breakout spaceinvaders peer report"}
+# One step is not Atari: `alphazero`, the self-play issue's 2-hour AlphaZero run on connect
+# four (benchmarks/alphazero_connect_four.py), queued here so that one timed run has the
+# machine at a time.
+steps=${STEPS:-"pong alphazero dqn breakout spaceinvaders peer report"}
+script=benchmarks/atari_learning.py  # the benchmark a step runs (`bench` below)
 holds=runs/atari/holds
 mkdir -p "$holds"
 log=runs/atari/campaign.log
@@ -71,10 +75,10 @@ bench() {
     echo "[$(date -u +%FT%TZ)] $*" | tee -a "$log"
     echo "$step" > "$holds/step"
     if [ "$step" = peer ]; then
-        "$py" benchmarks/atari_learning.py "$@" 2>&1 | tee -a "$log"
+        "$py" "$script" "$@" 2>&1 | tee -a "$log"
     else
         setsid bash -c 'echo $$ > "$0"; exec "$@"' "$holds/pgid" \
-            "$py" benchmarks/atari_learning.py "$@" 2>&1 | tee -a "$log"
+            "$py" "$script" "$@" 2>&1 | tee -a "$log"
         rm -f "$holds/pgid"
     fi
 }
@@ -93,6 +97,9 @@ for step in $steps; do
             --budget-minutes 600 --phases train ;;
         spaceinvaders) bench --env ALE/SpaceInvaders-v5 --algo ppo --seeds 0 \
             --total-steps 2500000 --budget-minutes 600 --phases train ;;
+        # AlphaZero on connect four, 2 hours of training (a checkpoint every 50k agent steps).
+        alphazero) script=benchmarks/alphazero_connect_four.py bench --minutes 120 --seed 0 \
+            --phases train ;;
         # The value-based agent on Pong for 2 hours (its replay ratio held by the rate limiter).
         dqn) bench --env ALE/Pong-v5 --algo dqn --seeds 0 --budget-minutes 120 --phases train ;;
         # Score every checkpoint by the 30-episode no-op protocol (cached), tables and figures.
@@ -101,7 +108,9 @@ for step in $steps; do
                 --peer sample-factory --sf-python "$sf"
             bench --env ALE/Breakout-v5 --algo ppo --seeds 0 --phases evaluate report
             bench --env ALE/SpaceInvaders-v5 --algo ppo --seeds 0 --phases evaluate report
-            bench --env ALE/Pong-v5 --algo dqn --seeds 0 --phases evaluate report ;;
-        *) echo "unknown step $step (pong dqn breakout spaceinvaders peer report)" >&2; exit 2 ;;
+            bench --env ALE/Pong-v5 --algo dqn --seeds 0 --phases evaluate report
+            script=benchmarks/alphazero_connect_four.py bench --seed 0 --phases evaluate report ;;
+        *) echo "unknown step $step (pong alphazero dqn breakout spaceinvaders peer report)" >&2
+            exit 2 ;;
     esac
 done
