@@ -25,12 +25,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from budgeted_run import train_with_budget
 from league_connect_four import PolicyPlayer
 
 from shoal.envs.board_games import ConnectFour
@@ -42,19 +41,17 @@ def run_dir_of(args: argparse.Namespace) -> Path:
 
 
 def train(args: argparse.Namespace) -> None:
-    name = run_dir_of(args).name
-    command = [sys.executable, "-m", "shoal", "train", "alphazero", "--env", "connect_four"]
-    command += ["--seed", str(args.seed), "--runs-dir", str(args.runs_dir), "--run-name", name]
-    command += ["--resume", "auto", "--max-time", str(args.minutes * 60)]
-    command += ["--total-steps", "1000000000", "--progress", "false"]
-    command += ["--checkpoint-interval", str(args.checkpoint_steps)]
-    command += ["--keep-checkpoints", "100000", "--eval-episodes", "0", *args.extra]
-    print(f"[train] {' '.join(command[2:])}", flush=True)
-    log = args.runs_dir / f"{name}.log"
-    with log.open("a") as out:
-        done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT)
-    if done.returncode != 0:
-        raise SystemExit(f"[train] {name} exited {done.returncode}; see {log}")
+    train_with_budget(
+        "alphazero",
+        "connect_four",
+        args.seed,
+        args.runs_dir,
+        run_dir_of(args).name,
+        minutes=args.minutes,
+        total_steps=10**9,  # the time budget ends it
+        checkpoint_steps=args.checkpoint_steps,
+        extra=args.extra,
+    )
 
 
 def evaluate(args: argparse.Namespace, score: bool = True) -> list[dict[str, Any]]:

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from budgeted_run import train_with_budget
 
 PEER_WORKERS, PEER_ENVS_PER_WORKER = 2, 8
 
@@ -68,25 +69,17 @@ def run_name(env: str, algo: str, seed: int) -> str:
 
 def train(args: argparse.Namespace, seed: int) -> None:
     """Start or continue one seed's run; returns when its budget is used (or on error)."""
-    name = run_name(args.env, args.algo, seed)
-    command = [sys.executable, "-m", "shoal", "train", args.algo, "--env", args.env]
-    command += ["--seed", str(seed), "--runs-dir", str(args.runs_dir), "--run-name", name]
-    command += ["--resume", "auto", "--max-time", str(args.budget_minutes * 60)]
-    command += ["--total-steps", str(args.total_steps), "--progress", "false"]
-    command += ["--checkpoint-interval", str(args.checkpoint_steps)]
-    command += ["--keep-checkpoints", "100000", "--eval-episodes", "0", *args.extra]
-    print(f"[train] {' '.join(command[2:])}", flush=True)
-    log = args.runs_dir / f"{name}.log"
-    with log.open("a") as out:
-        done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT)
-    if done.returncode != 0:
-        raise SystemExit(f"[train] {name} exited {done.returncode}; see {log}")
-    print(f"[train] {name}: {_last_line(log)}", flush=True)
-
-
-def _last_line(path: Path) -> str:
-    lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
-    return lines[-1] if lines else ""
+    train_with_budget(
+        args.algo,
+        args.env,
+        seed,
+        args.runs_dir,
+        run_name(args.env, args.algo, seed),
+        minutes=args.budget_minutes,
+        total_steps=args.total_steps,
+        checkpoint_steps=args.checkpoint_steps,
+        extra=args.extra,
+    )
 
 
 def mode(args: argparse.Namespace) -> str:
