@@ -151,7 +151,7 @@ def test_agents_without_live_settings_refuse_pbt(tmp_path, capsys):
 
 
 def test_pbt_perturbations_stay_inside_the_space():
-    from shoal.tune.search import _KeepInSpace
+    from shoal.tune.pbt import KeepInSpace
 
     space = parse(
         {
@@ -160,5 +160,5 @@ def test_pbt_perturbations_stay_inside_the_space():
             "agent.entropy_coef": {"choice": [0.0, 0.01]},
         }
     )
-    explored = _KeepInSpace(space)({"agent": {"gamma": 0.999 * 1.2, "num_epochs": 10.8}})
+    explored = KeepInSpace(space)({"agent": {"gamma": 0.999 * 1.2, "num_epochs": 10.8}})
     assert explored["agent"] == {"gamma": 0.999, "num_epochs": 8}

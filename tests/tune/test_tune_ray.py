@@ -330,3 +330,22 @@ def test_runtime_ray_trials_reserve_a_bundle_per_role():
     assert bundles[0] == {"CPU": 1.0}  # the trial's own process
     assert bundles[1]["CPU"] >= 1  # the learner
     assert bundles[2:] == [{"CPU": bundles[2]["CPU"], "actor_node": 1.0}] * 2
+
+
+@pytest.mark.integration
+def test_a_runtime_ray_trial_whose_first_row_is_its_last_reports_its_rate(ray_cluster, tmp_path):
+    """A trial restored near its end (or given one row of budget) finishes within one step;
+    its Ray learner has ended by then, so the rate it reports is the one it held at the end
+    (the runtime-ray PBT test failed on this in about 1 run of 6: the step asked the ended
+    learner)."""
+    from shoal.tune.trainable import ShoalTrainable
+
+    config = _ray_trial(tmp_path, "one-row", 2.0e-3)
+    config["shoal"]["run"]["total_steps"] = config["shoal"]["run"]["log_interval"]
+    trial = ShoalTrainable(config=config)
+    try:
+        result = trial.train()
+        assert result["done"] and result["env_steps"] >= 512
+        assert result["optimizer_lr"] == pytest.approx(2.0e-3)
+    finally:
+        trial.stop()

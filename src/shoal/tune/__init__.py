@@ -6,7 +6,8 @@ PBT exploits happen in place (`Learner.apply_settings`). Ray is imported only wh
 runs, so a mistake in the space is reported in milliseconds.
 """
 
-from shoal.tune.search import TuneResult, tune
+from shoal.tune.results import TuneResult
+from shoal.tune.search import tune
 from shoal.tune.space import Dimension, Space, load_space, parse_space
 
 __all__ = ["Dimension", "Space", "TuneResult", "load_space", "parse_space", "tune"]

@@ -1,15 +1,18 @@
-"""Tune's population-based training (Jaderberg et al. 2017) with two fixes, by subclassing
-Tune's scheduler rather than writing one of our own (docs/architecture.md, "Hyperparameter
-search and PBT").
-
-Both fixes concern members that are not running side by side, which is the rule on a small
-machine: Tune runs as many members at once as the cluster fits and starts the others later.
+"""Tune's population-based training (Jaderberg et al. 2017) as shoal runs it, by subclassing
+Tune's classes rather than writing a scheduler of our own (docs/architecture.md,
+"Hyperparameter search and PBT"): the scheduler (`pbt_class`, two fixes for members that are
+not running side by side, which is the rule on a small machine, where Tune runs as many
+members at once as the cluster fits and starts the others later), the explore step kept inside
+the search space (`KeepInSpace`), and the search that lets Tune keep each member's actor for
+reuse (`keep_actors`).
 """
 
 from __future__ import annotations
 
 import math
 from typing import Any
+
+from shoal.tune.space import Space
 
 
 def pbt_class() -> type:
@@ -59,3 +62,60 @@ def pbt_class() -> type:
             super()._checkpoint_or_exploit(trial, tune_controller, upper_quantile, lower_quantile)
 
     return NewestCheckpointPBT
+
+
+class KeepInSpace:
+    """PBT's explore step multiplies a number by 0.8 or 1.2, which can leave the space and
+    the setting's range (gamma 0.996 x 1.2); each agent setting is clipped back into its
+    distribution's [low, high]."""
+
+    def __init__(self, space: Space) -> None:
+        self.bounds = {
+            d.name: (d.corners()[0], d.corners()[-1], d.kind == "randint")
+            for d in space.section("agent")
+            if d.kind != "choice"
+        }
+
+    def __call__(self, config: dict[str, Any]) -> dict[str, Any]:
+        agent = config.get("agent", {})
+        for name, (low, high, integer) in self.bounds.items():
+            if name in agent:
+                value = min(max(agent[name], low), high)
+                agent[name] = round(value) if integer else float(value)
+        return config
+
+
+def _keep_actors_class() -> type:
+    from ray.tune.search.basic_variant import BasicVariantGenerator
+
+    class KeepActors(BasicVariantGenerator):
+        """Tune's default search, which says it is finished only once every trial is.
+
+        Tune keeps a paused trial's actor for reuse only while the search may still add
+        trials; once the population exists, a PBT exploit (pause, then resume from the
+        donor's checkpoint) would otherwise end the member's actor and start a new one."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self._live: set[str] = set()
+
+        def next_trial(self) -> Any:
+            trial = super().next_trial()
+            if trial is not None:
+                self._live.add(trial.trial_id)
+            return trial
+
+        def on_trial_complete(self, trial_id: str, result: Any = None, error: bool = False):
+            self._live.discard(trial_id)
+            super().on_trial_complete(trial_id, result=result, error=error)
+
+        def is_finished(self) -> bool:
+            return super().is_finished() and not self._live
+
+    return KeepActors
+
+
+def keep_actors() -> Any:
+    """Tune's default search that keeps members' actors for reuse (made here, so that
+    importing this module imports no Ray)."""
+    return _keep_actors_class()()

@@ -14,9 +14,7 @@ directory:
 
 from __future__ import annotations
 
-import csv
 import difflib
-import io
 import itertools
 import math
 import os
@@ -31,28 +29,16 @@ from shoal import config as configs
 from shoal import experiment
 from shoal.errors import ConfigError, ShoalError
 from shoal.runtime.program import run_layout
-from shoal.tune.pbt import pbt_class
+from shoal.tune.pbt import KeepInSpace, keep_actors, pbt_class
+from shoal.tune.results import TuneResult, report
 from shoal.tune.space import Space, load_space, parse_space
-from shoal.tune.trial import ERROR_KEY
 
 __all__ = ["TuneResult", "tune"]
 
 Scheduler = Literal["fifo", "asha", "pbt"]
 SCHEDULERS = ("fifo", "asha", "pbt")
 STATE_FILE = "shoal-tune.yaml"
-TABLE_FILE = "trials.md"
-CSV_FILE = "trials.csv"
-BEST_FILE = "best.yaml"
 _MAX_CORNERS = 256  # every combination of the space's ends is checked up to this many
-
-
-@dataclass(frozen=True)
-class TuneResult:
-    experiment_dir: Path
-    rows: list[dict[str, Any]]  # one per trial, as in trials.csv
-    best: dict[str, Any] | None  # the best trial's row
-    best_config: Path | None  # best.yaml
-    table: str  # the markdown table
 
 
 def tune(
@@ -410,7 +396,11 @@ def _fit(plan: _Plan, exp_dir: Path, restore: bool, verbose: int) -> TuneResult:
         )
     print(f"experiment directory: {exp_dir}", flush=True)
     grid = tuner.fit()
-    return _report(plan, exp_dir, grid)
+    keys = [d.key for d in plan.space.dimensions]
+    return report(
+        exp_dir, grid, metric=plan.asked.metric, mode=plan.asked.mode, keys=keys,
+        algo=plan.resolved.algo,
+    )  # fmt: skip
 
 
 def _trial_resources(plan: _Plan) -> Any:
@@ -468,10 +458,10 @@ def _tune_config(plan: _Plan) -> Any:
             hyperparam_mutations={"agent": plan.space.to_tune()["agent"]},
             # The worst quarter copies the best quarter; a small population: one member each.
             quantile_fraction=min(0.5, max(0.25, 1 / plan.trials)),
-            custom_explore_fn=_KeepInSpace(plan.space),
+            custom_explore_fn=KeepInSpace(plan.space),
             resample_probability=0.25,
         )
-        search_alg = _keep_actors()
+        search_alg = keep_actors()
     elif asked.scheduler == "asha":
         scheduler = ASHAScheduler(
             time_attr="env_steps",
@@ -489,62 +479,6 @@ def _tune_config(plan: _Plan) -> Any:
         num_samples=plan.trials,
         reuse_actors=True,
     )
-
-
-class _KeepInSpace:
-    """PBT's explore step multiplies a number by 0.8 or 1.2, which can leave the space and
-    the setting's range (gamma 0.996 x 1.2); each agent setting is clipped back into its
-    distribution's [low, high]."""
-
-    def __init__(self, space: Space) -> None:
-        self.bounds = {
-            d.name: (d.corners()[0], d.corners()[-1], d.kind == "randint")
-            for d in space.section("agent")
-            if d.kind != "choice"
-        }
-
-    def __call__(self, config: dict[str, Any]) -> dict[str, Any]:
-        agent = config.get("agent", {})
-        for name, (low, high, integer) in self.bounds.items():
-            if name in agent:
-                value = min(max(agent[name], low), high)
-                agent[name] = round(value) if integer else float(value)
-        return config
-
-
-def _keep_actors_class() -> type:
-    from ray.tune.search.basic_variant import BasicVariantGenerator
-
-    class KeepActors(BasicVariantGenerator):
-        """Tune's default search, which says it is finished only once every trial is.
-
-        Tune keeps a paused trial's actor for reuse only while the search may still add
-        trials; once the population exists, a PBT exploit (pause, then resume from the
-        donor's checkpoint) would otherwise end the member's actor and start a new one."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self._live: set[str] = set()
-
-        def next_trial(self) -> Any:
-            trial = super().next_trial()
-            if trial is not None:
-                self._live.add(trial.trial_id)
-            return trial
-
-        def on_trial_complete(self, trial_id: str, result: Any = None, error: bool = False):
-            self._live.discard(trial_id)
-            super().on_trial_complete(trial_id, result=result, error=error)
-
-        def is_finished(self) -> bool:
-            return super().is_finished() and not self._live
-
-    return KeepActors
-
-
-def _keep_actors() -> Any:
-    """Made here so that importing this module imports no Ray."""
-    return _keep_actors_class()()
 
 
 def _connect(plan: _Plan) -> None:
@@ -579,151 +513,3 @@ def _connect(plan: _Plan) -> None:
         "may be too busy for Ray's 30 s start-up. Try again, or start one with `ray start "
         "--head` and pass its address with --address."
     )
-
-
-# The final table -------------------------------------------------------------------------
-
-
-def _report(plan: _Plan, exp_dir: Path, grid: Any) -> TuneResult:
-    metric, mode = plan.asked.metric, plan.asked.mode
-    keys = [d.key for d in plan.space.dimensions]
-    rows, reported = [], set[str]()  # the rows, and every metric the trials reported
-    for result in grid:
-        config = result.config or {}
-        metrics = result.metrics or {}
-        trial_id = metrics.get("trial_id") or Path(result.path).name
-        frame = result.metrics_dataframe
-        values = [] if frame is None or metric not in frame else list(frame[metric])
-        finite = [float(v) for v in values if isinstance(v, int | float) and math.isfinite(v)]
-        best = (max if mode == "max" else min)(finite) if finite else None
-        last = metrics.get(metric)
-        row: dict[str, Any] = {"trial": trial_id}
-        for key in keys:
-            section, _, name = key.partition(".")
-            row[key] = config.get(section, {}).get(name)
-        row.update(
-            {
-                "env_steps": metrics.get("env_steps"),
-                f"best {metric}": best,
-                f"last {metric}": last if _finite(last) else None,
-                "exploits": metrics.get("exploits", 0),
-                "status": "error" if result.error else "done",
-                "run_dir": str(_trial_dir(exp_dir, plan, trial_id)),
-            }
-        )
-        if result.error:
-            row["error"] = str(result.error).strip().splitlines()[-1][:200]
-        if metrics.get(ERROR_KEY):  # a user's mistake, ended without Tune's traceback
-            row["status"], row["error"] = "error", str(metrics[ERROR_KEY])
-        reported.update(_reported(frame))
-        rows.append(row)
-    rows.sort(key=lambda r: str(r["trial"]))
-    scored = [r for r in rows if r[f"last {metric}"] is not None]
-    best_row = None
-    if scored:
-        pick = max if mode == "max" else min
-        best_row = pick(scored, key=lambda r: r[f"last {metric}"])
-    table = _markdown(rows, metric, best_row)
-    configs.write_atomically(exp_dir / TABLE_FILE, table)
-    configs.write_atomically(exp_dir / CSV_FILE, _csv(rows))
-    best_path = None
-    if best_row is not None:
-        best_path = _write_best(Path(best_row["run_dir"]), exp_dir / BEST_FILE)
-    print(table, end="")
-    if best_path is not None:
-        print(f"best settings: {best_path} (`shoal train --config {best_path}` trains them)")
-    _check_outcome(rows, reported, metric, exp_dir)
-    return TuneResult(exp_dir, rows, best_row, best_path, table)
-
-
-def _reported(frame: Any) -> list[str]:
-    """The metrics a trial reported (Tune's own columns left out)."""
-    if frame is None:
-        return []
-    return [str(c) for c in frame.columns if "/" not in str(c) and c not in _TUNE_COLUMNS]
-
-
-_TUNE_COLUMNS = {
-    "timestamp", "checkpoint_dir_name", "done", "training_iteration", "trial_id", "date",
-    "time_this_iter_s", "time_total_s", "pid", "hostname", "node_ip", "time_since_restore",
-    "iterations_since_restore", ERROR_KEY,
-}  # fmt: skip
-
-
-def _check_outcome(
-    rows: list[dict[str, Any]], reported: set[str], metric: str, exp_dir: Path
-) -> None:
-    """A search that found nothing is a ShoalError (exit 2), once its table is written: every
-    trial failed (the first one's paragraph), or none reported --metric (a typo: the columns
-    they did report, the closest first)."""
-    if not rows:
-        return
-    failed = [r for r in rows if r["status"] == "error"]
-    if len(failed) == len(rows):
-        raise ShoalError(
-            f"Every trial of the search failed; the first: {failed[0].get('error')} "
-            f"{exp_dir / TABLE_FILE} lists each trial and its error; no {BEST_FILE} was written."
-        )
-    reported = reported - {metric}  # every result carries it, as NaN where not reported
-    if reported and not any(r[f"best {metric}"] is not None for r in rows):
-        close = difflib.get_close_matches(metric, reported, n=3, cutoff=0.5)
-        hint = f" Did you mean {' or '.join(close)}?" if close else ""
-        raise ConfigError(
-            f"No trial reported --metric {metric}, so no trial could be ranked and no "
-            f"{BEST_FILE} was written.{hint} The trials reported: {', '.join(sorted(reported))}. "
-            f"The trials' runs are kept in {exp_dir / 'runs'}; search again with one of them."
-        )
-
-
-def _trial_dir(exp_dir: Path, plan: _Plan, trial_id: str) -> Path:
-    return exp_dir / "runs" / f"{plan.resolved.algo}-{trial_id}"
-
-
-def _write_best(run_dir: Path, path: Path) -> Path | None:
-    """The best trial's settings (as its run last used them) as a `--config` file."""
-    stored = run_dir / experiment.CONFIG_FILE
-    if not stored.is_file():
-        return None
-    data = configs.load_yaml(stored)
-    run = {k: v for k, v in data.get("run", {}).items() if k not in ("runs_dir", "run_name")}
-    run.pop("progress", None)
-    data["run"] = run
-    configs.write_atomically(path, configs.dump_yaml(data))
-    return path
-
-
-def _markdown(rows: list[dict[str, Any]], metric: str, best: dict[str, Any] | None) -> str:
-    if not rows:
-        return "no trials ran\n"
-    columns = [c for c in rows[0] if c not in ("run_dir", "error")]
-    lines = [
-        "| " + " | ".join(columns) + " |",
-        "|" + "|".join(" --- " for _ in columns) + "|",
-    ]
-    for row in rows:
-        mark = " (best)" if row is best else ""
-        cells = [_cell(row.get(c)) + (mark if c == "trial" else "") for c in columns]
-        lines.append("| " + " | ".join(cells) + " |")
-    errors = [f"- {r['trial']}: {r['error']}" for r in rows if r.get("error")]
-    return "\n".join(lines + (["", *errors] if errors else [])) + "\n"
-
-
-def _csv(rows: list[dict[str, Any]]) -> str:
-    buffer = io.StringIO()
-    columns = list(dict.fromkeys(c for row in rows for c in row))
-    writer = csv.DictWriter(buffer, columns)
-    writer.writeheader()
-    writer.writerows(rows)
-    return buffer.getvalue()
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

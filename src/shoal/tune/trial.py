@@ -67,6 +67,9 @@ class TrialRun:
         self.learner: Any = None
         self.finishing = False  # the run's loop ended: its last row is not waited on
         self.finished = False
+        # The learner's rates when the run handed over its last row: a `--runtime ray`
+        # learner's process ends with the run, before the trial asks for them.
+        self._final_rates: list[float] | None = None
 
     # The run's thread -------------------------------------------------------------------
 
@@ -95,6 +98,8 @@ class TrialRun:
     def _hand_over(self, row: dict[str, Any]) -> None:
         """In the run's thread: give `row` to `next_row` and wait to be asked for the next."""
         if self.finishing:  # the last row: the run ends without waiting
+            if self.learner is not None:
+                self._final_rates = self._rates_now()
             self._out.put(("last", row))
             return
         self._out.put(("row", row))
@@ -167,7 +172,12 @@ class TrialRun:
         write_atomically(self.run_dir / experiment.CONFIG_FILE, dump_yaml(resolved.as_dict()))
 
     def learning_rates(self) -> list[float]:
-        """The rates the learner's optimisers step with now."""
+        """The rates the learner's optimisers step with now (a finished run's: at its end)."""
+        if self.finished and self._final_rates is not None:
+            return self._final_rates
+        return self._rates_now()
+
+    def _rates_now(self) -> list[float]:
         if isinstance(self.learner, RemoteLearner):
             return self.learner.learning_rates()
         return learning_rates(self.learner)
