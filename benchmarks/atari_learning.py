@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from atari_published import published_rows
 from budgeted_run import train_with_budget
 
 PEER_WORKERS, PEER_ENVS_PER_WORKER = 2, 8
@@ -220,6 +221,29 @@ def at_minutes(points: list[Point], minutes: float) -> Point | None:
     return earlier[-1] if earlier else None
 
 
+def at_frames(points: list[Point], frames: int) -> Point | None:
+    """The newest point at or before `frames` (1% slack: the final checkpoint of a run to
+    exactly that many frames can land a little past it)."""
+    earlier = [p for p in points if p.frames <= frames * 1.01]
+    return earlier[-1] if earlier else None
+
+
+def at_10m_frames(game: str, runs: dict[int, list[Point]]) -> list[str]:
+    """shoal's score at 10M frames beside the scores published at 10M frames (context: the
+    protocols differ, each row says how)."""
+    published = published_rows(game)
+    if not published:
+        return []
+    lines = ["", "At 10M frames:", "", "| run | score | frames | source | protocol |"]
+    lines.append("| --- | --- | --- | --- | --- |")
+    for seed, points in runs.items():
+        point = at_frames(points, 10_000_000)
+        score = f"{point.score:.1f} ± {point.spread:.1f}" if point else "-"
+        frames = f"{point.frames / 1e6:.1f}M" if point else "-"
+        lines.append(f"| shoal seed {seed} | {score} | {frames} | this run | no-op starts |")
+    return lines + published
+
+
 def report(args: argparse.Namespace, runs: dict[int, list[Point]], peer: list[Point]) -> str:
     game = game_of(args.env)
     lines = [
@@ -259,7 +283,7 @@ def report(args: argparse.Namespace, runs: dict[int, list[Point]], peer: list[Po
             point = at_minutes(points, minutes)
             cells.append(f"{point.score:.1f} ({point.frames / 1e6:.1f}M)" if point else "-")
         lines.append(f"| {minutes} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return "\n".join(lines + at_10m_frames(game, runs))
 
 
 def plot(args: argparse.Namespace, runs: dict[int, list[Point]], peer: list[Point]) -> Path:
