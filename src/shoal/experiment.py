@@ -184,6 +184,10 @@ def read_run_dir(
             raise ConfigError(env_object_needed(run_dir, env))
     else:
         data = {**data, "env": None}  # the env passed replaces the recorded one
+        if (data.get("env_config") or {}).get("vector") == "numpy" and not isinstance(env, str):
+            # A run that stepped CartPole-v1 as one numpy array, continued on an env object:
+            # the object's copies step one by one.
+            data["env_config"] = {**data["env_config"], "vector": "inline"}
     if not trust:
         refuse_untrusted_code(data, path, "run", "a run directory's")
     return resolve(

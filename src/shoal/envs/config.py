@@ -13,8 +13,10 @@ class EnvConfig:
     backend: Literal["auto", "gymnasium", "envpool"] = param(
         "auto", "Atari backend: envpool when installed (auto), or gymnasium's ALE."
     )
-    vector: Literal["inline", "subprocess"] = param(
-        "inline", "Step an actor's envs in this process, or in worker processes (shared memory)."
+    vector: Literal["inline", "subprocess", "numpy"] = param(
+        "inline",
+        "Step an actor's envs in this process, in worker processes (shared memory), or "
+        "(numpy, CartPole-v1 only) as one array by Gymnasium's vector CartPole.",
     )
     num_workers: int | None = param(None, "Worker processes for vector=subprocess (default: CPUs).")
     import_module: str | None = param(

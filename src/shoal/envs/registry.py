@@ -360,6 +360,8 @@ def source_of(env: Any, config: EnvConfig | None = None) -> EnvSource:
     """How to build `env`: an id or `module:function` string (`resolve_env`), a gymnasium.Env,
     a function making one (or a dm_env.Environment), or a Gymnasium vector env."""
     config = config or EnvConfig()
+    if config.vector == "numpy":
+        _check_numpy_vector(env)
     if isinstance(env, str):
         return resolve_env(env, config)
     if isinstance(env, gym.vector.VectorEnv):
@@ -381,6 +383,18 @@ def source_of(env: Any, config: EnvConfig | None = None) -> EnvSource:
         f"factory, a gymnasium.Env, a function returning one, or a Gymnasium vector env; got "
         f"{type(env).__name__} {env!r:.60}."
     )
+
+
+def _check_numpy_vector(env: Any) -> None:
+    from shoal.envs.numpy_cartpole import NUMPY_VECTOR_ENVS
+
+    if not (isinstance(env, str) and env in NUMPY_VECTOR_ENVS):
+        described = repr(env) if isinstance(env, str) else f"a {type(env).__name__} object"
+        raise EnvError(
+            f"--env.vector numpy steps Gymnasium's numpy vector env, which exists for "
+            f"{', '.join(NUMPY_VECTOR_ENVS)} given by id only; the env here is {described}. "
+            "Use --env.vector inline (the default) or subprocess for it."
+        )
 
 
 def _callable_name(make: Callable[..., Any]) -> str:
@@ -518,6 +532,10 @@ def make_vector_env(
                 EnvpoolVectorEnv(source.env_id, num_envs - first, seed + first, options, threads),
             ]
         )
+    if config.vector == "numpy":
+        from shoal.envs.numpy_cartpole import NumpyCartPoleVectorEnv
+
+        return NumpyCartPoleVectorEnv(num_envs, spec, seed)
     if config.vector == "subprocess":
         from shoal.envs.subprocess_vector import SubprocessVectorEnv
 
