@@ -243,8 +243,10 @@ def test_checkpoints_from_before_the_shared_learner_load_act_and_learn_as_they_d
     update = learner_update(run_dir)
     assert update["state_keys"] == old["state_keys"]
     assert list(update["metrics"]) == list(old["metrics"])
+    # abs 1e-6: float32 sums of O(1) terms round differently on other CPUs' vector kernels (on an
+    # AMD EPYC, APPO's policy loss of -8.39e-4 came out 2.0e-7 lower, every other figure equal).
     for key, value in old["metrics"].items():
-        assert update["metrics"][key] == pytest.approx(value, rel=1e-5, abs=1e-7), key
+        assert update["metrics"][key] == pytest.approx(value, rel=1e-5, abs=1e-6), key
     for key, value in old["weight_sums"].items():
         assert update["weight_sums"][key] == pytest.approx(value, rel=1e-5, abs=1e-6), key
 
