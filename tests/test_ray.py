@@ -37,16 +37,17 @@ class _StopWhenGreedySolves(shoal.Callback):
         return evaluation.final or evaluation.mean_return < 475
 
 
+# PPO's runs below stop on a greedy evaluation, not on the training mean: in CI (an AMD EPYC
+# machine) a run stopped at a training mean of 475 and its greedy policy scored 265.9.
+GREEDY_EVALUATIONS = {"eval_every": 10_000, "eval_every_episodes": 10}
+
+
 @pytest.mark.integration
 def test_ppo_solves_cartpole_on_ray_with_two_actors(ray_cluster, quiet_run):
-    result = shoal.train(
-        "ppo",
-        "CartPole-v1",
-        seed=0,
-        run=_ray_run(quiet_run, stop_at_return=475, total_steps=200_000),
-    )
-    assert result.stop_reason == "stop_at_return"
-    assert result.evaluation.mean_return >= 475
+    run = _ray_run(quiet_run, total_steps=300_000, **GREEDY_EVALUATIONS)
+    result = shoal.train("ppo", "CartPole-v1", seed=0, run=run, callbacks=[_StopWhenGreedySolves()])
+    assert result.stop_reason == "callback"
+    assert result.evaluation.mean_return >= 400
 
 
 def test_actors_are_placed_on_the_node_with_their_resource(ray_cluster, quiet_run):
@@ -357,13 +358,16 @@ def test_central_inference_on_ray_survives_a_killed_env_actor(ray_cluster, quiet
         quiet_run,
         inference="central",
         actor_resources="actor_node=1",
-        stop_at_return=475,
         total_steps=300_000,
         run_name="central",
+        **GREEDY_EVALUATIONS,
     )
     outcome = {}
+    stopper = _StopWhenGreedySolves()
     thread = threading.Thread(
-        target=lambda: outcome.update(result=shoal.train("ppo", "CartPole-v1", run=run))
+        target=lambda: outcome.update(
+            result=shoal.train("ppo", "CartPole-v1", run=run, callbacks=[stopper])
+        )
     )
     thread.start()
     placement_file = Path(quiet_run["runs_dir"]) / "central" / "ray_actors.json"
@@ -379,7 +383,7 @@ def test_central_inference_on_ray_survives_a_killed_env_actor(ray_cluster, quiet
     result = outcome["result"]
     assert result.summary["actor_restarts"] == 1
     assert json.loads(placement_file.read_text())["actor0"]["pid"] != placement["actor0"]["pid"]
-    assert result.stop_reason == "stop_at_return" and result.evaluation.mean_return >= 475
+    assert result.stop_reason == "callback" and result.evaluation.mean_return >= 400
     last = json.loads((result.run_dir / "metrics.jsonl").read_text().splitlines()[-1])
     assert last["actor_reconnects"] >= 1 and 0 < last["inference_batch_fill"] <= 1
     assert last["policy_lag"] == 0  # on-policy: every unroll acted by the current weights
