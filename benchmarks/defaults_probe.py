@@ -4,7 +4,8 @@ Runs `shoal train ALGO --env TASK --seed S [flags]` for each seed, with one busy
 it when `--busy`, and evaluates the final policy as `defaults_matrix.py` does (20 greedy episodes
 through `shoal.load(run).predict` on a fresh env). Each run is appended to `--results` (JSON
 lines, with its label, flags, time, load average and the replay ratio held) and printed, so a
-candidate fix can be compared with the preset seed by seed:
+candidate fix can be compared with the preset seed by seed (with `--eval-every N` among the
+flags, the record keeps each in-run greedy evaluation as `curve`):
 
     python benchmarks/defaults_probe.py --label gamma98 --seeds 1 2 3 --busy \\
         -- --runtime ray --actors 2 --agent.gamma 0.98
@@ -59,7 +60,21 @@ def probe(algo: str, env_id: str, seed: int, busy: bool, flags: list[str]) -> di
         "shoal_eval": (summary.get("evaluation") or {}).get("mean_return"),
         "ratio": replay_ratio(run_dir),
     }
+    curve = greedy_curve(run_dir)
+    if curve:
+        record["curve"] = curve
     return record
+
+
+def greedy_curve(run_dir: Path) -> list[list[float]]:
+    """`[env_steps, greedy mean]` of each in-run evaluation (`--eval-every`): where a run that
+    ends below the threshold solved the task and when it lost it."""
+    curve = []
+    for line in (run_dir / "metrics.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if "eval_return_mean" in row:
+            curve.append([row["env_steps"], round(row["eval_return_mean"], 1)])
+    return curve
 
 
 def main() -> None:
