@@ -167,3 +167,53 @@ def test_a_cluster_needs_ray(capsys):
     argv = ["launch", "local", "--nodes", "3", "--"]
     assert main([*argv, "shoal", "train", "impala", "--env", "CartPole-v1", "--runtime", "inline"])
     assert "Pass --runtime ray" in capsys.readouterr().err
+
+
+# A fake engine for the cluster's supervisor: `ps` lists the head only (the worker has exited);
+# `run` fails while the killed worker's name is still taken (the first two tries), then
+# starts it; every call is logged.
+FAKE_ENGINE = """
+state=$(dirname "$0")/..
+echo "$1" >> "$state/calls"
+case "$1" in
+  ps) echo head ;;
+  rm) ;;
+  run)
+    tries=$(($(cat "$state/tries" 2>/dev/null || echo 0) + 1)); echo $tries > "$state/tries"
+    if [ "$tries" -le 2 ]; then echo 'the container name "worker1" is already in use' >&2; exit 125; fi ;;
+esac
+"""
+
+
+def test_a_worker_that_fails_to_start_again_is_tried_again_and_only_a_start_counts(
+    tmp_path, capsys
+):
+    engine = _fake_bin(tmp_path, "engine", FAKE_ENGINE) / "engine"
+    workers = {"worker1": [str(engine), "run", "worker1"]}
+    supervisor = local._Supervisor(
+        str(engine), tmp_path / "runs", "head", workers, dict(os.environ)
+    )
+    for _ in range(3):
+        supervisor.revive()
+    assert (tmp_path / "tries").read_text().strip() == "3"
+    assert supervisor.restarts["worker1"] == 1 and supervisor.failed_starts["worker1"] == 0
+    calls = (tmp_path / "calls").read_text().split()
+    assert calls.count("rm") == 3  # the lingering container is removed before each start
+    assert capsys.readouterr().out.count("worker1 exited; starting it again") == 1
+
+
+def test_a_worker_that_never_starts_again_is_given_up_on_once_with_the_engines_words(
+    tmp_path, capsys, monkeypatch
+):
+    engine = _fake_bin(tmp_path, "engine", FAKE_ENGINE) / "engine"
+    monkeypatch.setattr(local._Supervisor, "START_TRIES", 2)
+    workers = {"worker1": [str(engine), "run", "worker1"]}
+    supervisor = local._Supervisor(
+        str(engine), tmp_path / "runs", "head", workers, dict(os.environ)
+    )
+    for _ in range(4):
+        supervisor.revive()
+    assert (tmp_path / "tries").read_text().strip() == "2"  # no tries after giving up
+    out = capsys.readouterr().out
+    assert "worker1 did not start again in 2 tries" in out and "already in use" in out
+    assert supervisor.restarts["worker1"] == 0

@@ -193,10 +193,10 @@ def test_a_ray_cluster_of_three_containers_trains_impala_and_survives_a_killed_w
     summary = json.loads((run_dir / "summary.json").read_text())
     print(
         f"\nshoal launch local --nodes 3: IMPALA greedy {summary['evaluation']['mean_return']}, "
-        f"actor restarts {summary['actor_restarts']}, wall {summary['wall_time']:.0f} s, "
+        f"actor restarts {summary.get('actor_restarts', 0)}, wall {summary['wall_time']:.0f} s, "
         f"load {os.getloadavg()}"
     )
-    assert summary["actor_restarts"] >= 1
+    assert summary.get("actor_restarts", 0) >= 1, output[-4000:]  # actor0 placed again
     assert summary["evaluation"]["mean_return"] >= 475, summary["evaluation"]
     left = subprocess.run(["podman", "ps", "-a", "--format", "{{.Names}}"], capture_output=True)
     assert placed["learner"].rsplit("-", 1)[0] not in left.stdout.decode()  # all removed

@@ -322,6 +322,9 @@ class _Supervisor(threading.Thread):
     process and Ray node) changes."""
 
     RESTARTS = 5  # per worker
+    # Tries at starting a worker again that may fail (e.g. its killed container is still being
+    # removed under load, so its name is taken), one per poll, before giving up on it.
+    START_TRIES = 30
 
     def __init__(
         self,
@@ -343,6 +346,7 @@ class _Supervisor(threading.Thread):
         self.stopped = threading.Event()
         self.seen: str | None = None
         self.restarts = dict.fromkeys(workers, 0)
+        self.failed_starts = dict.fromkeys(workers, 0)  # since its last successful start
 
     def run(self) -> None:
         while not self.stopped.wait(2.0):
@@ -363,12 +367,32 @@ class _Supervisor(threading.Thread):
         running = set(done.stdout.split())
         if done.returncode != 0 or self.head not in running:
             return
-        for name, command in self.workers.items():
+        for name in self.workers:
             if name in running or self.restarts[name] >= self.RESTARTS or self.stopped.is_set():
                 continue
-            self.restarts[name] += 1
+            if self.failed_starts[name] >= self.START_TRIES:
+                continue  # given up on, said once
+            self.start_again(name)
+
+    def start_again(self, name: str) -> None:
+        """Start an exited worker container again; a failed start is tried again at the next
+        poll, and does not count as a restart."""
+        if self.failed_starts[name] == 0:
             print(f"\nshoal launch: {name} exited; starting it again", flush=True)
-            subprocess.run(command, capture_output=True, env=self.env)
+        # A killed --rm container may linger while it is removed, holding its name.
+        subprocess.run([self.engine, "rm", "--force", name], capture_output=True, env=self.env)
+        started = subprocess.run(self.workers[name], capture_output=True, text=True, env=self.env)
+        if started.returncode == 0:
+            self.restarts[name] += 1
+            self.failed_starts[name] = 0
+            return
+        self.failed_starts[name] += 1
+        if self.failed_starts[name] == self.START_TRIES:
+            print(
+                f"\nshoal launch: {name} did not start again in {self.START_TRIES} tries; the "
+                f"run goes on without it. {self.engine} said: {started.stderr.strip()[-500:]}",
+                flush=True,
+            )
 
     def placement(self) -> None:
         if "://" in str(self.runs_dir):
