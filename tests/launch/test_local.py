@@ -180,7 +180,9 @@ case "$1" in
   rm) ;;
   run)
     tries=$(($(cat "$state/tries" 2>/dev/null || echo 0) + 1)); echo $tries > "$state/tries"
-    if [ "$tries" -le 2 ]; then echo 'the container name "worker1" is already in use' >&2; exit 125; fi ;;
+    if [ "$tries" -le 2 ]; then
+      echo 'the container name "worker1" is already in use' >&2; exit 125
+    fi ;;
 esac
 """
 
