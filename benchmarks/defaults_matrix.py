@@ -9,20 +9,23 @@ episodes through the public API, `shoal.load(run_dir).predict(obs, state, reward
 
 Reference tasks: CartPole-v1 for the discrete agents (the recurrent ones, R2D2 and Agent57,
 included: their presets are tuned for it, as `benchmarks/cartpole_defaults.py` runs them),
-Pendulum-v1 for the continuous-only ones (SAC, TD3, DDPG). Targets: CartPole >= 475, Pendulum >=
--250. Agents with no such task (BC and R2D3 need a dataset of demonstrations, AlphaZero board games)
-are listed as skipped with the reason.
+Pendulum-v1 for the continuous-only ones (SAC, TD3, DDPG, QT-Opt). Targets: CartPole >= 475,
+Pendulum >= -250. Agents with no such task (BC and R2D3 need a dataset of demonstrations,
+AlphaZero board games) are listed as skipped with the reason.
 
 Each run is appended to a JSON-lines file (`--results`) as it ends, with its wall time, the load
 average around it and the replay ratio the replay agents held (the last `replay_ratio` row of
 `metrics.jsonl`: items sampled per item inserted); a cell already in the file is not run again,
 so a matrix can be run piecewise across sessions (a run that failed is run again). The table
 printed at the end holds, per (agent, runtime, load) cell, the worst seed's evaluation, each
-run's time and the replay ratio. Run ray cells with `--jobs 1`: two local Ray clusters started at
-once on a loaded 2-core machine failed to place their processes within Ray's 120 s.
+run's time and the replay ratio; `--summary` prints instead the README's table, one row per
+agent with the worst seed of each runtime and load. Run ray cells with `--jobs 1`: two local Ray
+clusters started at once on a loaded 2-core machine failed to place their processes within
+Ray's 120 s.
 
     python benchmarks/defaults_matrix.py [--algos apex dqn] [--seeds 0 1 2 3 4]
         [--runtimes inline ray] [--busy] [--results FILE] [--max-minutes 14] [--table-only]
+        [--summary]
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from shoal.catalog import AGENTS
 
 CARTPOLE, PENDULUM = "CartPole-v1", "Pendulum-v1"
 TARGETS = {CARTPOLE: 475.0, PENDULUM: -250.0}
-CONTINUOUS = {"sac": PENDULUM, "td3": PENDULUM, "ddpg": PENDULUM}
+CONTINUOUS = {"sac": PENDULUM, "td3": PENDULUM, "ddpg": PENDULUM, "qtopt": PENDULUM}
 SKIPPED = {
     "bc": "offline: clones a Minari dataset of demonstrations (--dataset), no task of its own",
     "r2d3": "needs a Minari dataset of demonstrations (--agent.demos); its task is the snake maze",
@@ -174,6 +177,38 @@ def table(records: list[dict[str, Any]], algos: list[str]) -> str:
     return "\n".join(lines)
 
 
+CELLS = (("inline", "idle"), ("inline", "busy"), ("ray", "idle"), ("ray", "busy"))
+
+
+def summary(records: list[dict[str, Any]], algos: list[str], seeds: int = 5) -> str:
+    """A Markdown table, one row per agent: the worst seed's greedy evaluation in each (runtime,
+    load) cell and how many of its seeds reached the target; a cell short of `seeds` runs says
+    so, and one never run says "not run"."""
+    head = "| agent | task | " + " | ".join(f"{rt}, {load}" for rt, load in CELLS) + " |"
+    lines = [head, "|" + " --- |" * (2 + len(CELLS))]
+    for algo in algos:
+        env_id = task_of(algo)
+        if env_id is None:
+            continue
+        row = [f"`{algo}`", env_id]
+        for runtime, load in CELLS:
+            runs = [
+                r
+                for r in records
+                if (r["algo"], r["env"], r["runtime"], r["load"]) == (algo, env_id, runtime, load)
+                and "error" not in r
+            ]
+            if not runs:
+                row.append("not run")
+                continue
+            worst = min(r["eval"] for r in runs)
+            solved = sum(r["eval"] >= TARGETS[env_id] for r in runs)
+            shown = f"**{worst:.1f}**" if solved == len(runs) else f"{worst:.1f}"
+            row.append(f"{shown} ({solved}/{len(runs)})" + (" so far" if len(runs) < seeds else ""))
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--algos", nargs="+", default=list(AGENTS), choices=list(AGENTS))
@@ -189,9 +224,15 @@ def main() -> None:
         "--jobs", type=int, default=1, help="runs at once (beside the one busy process)"
     )
     parser.add_argument("--table-only", action="store_true", help="print the table, run nothing")
+    parser.add_argument(
+        "--summary", action="store_true", help="print the README's table (Markdown), run nothing"
+    )
     args = parser.parse_args()
     load = "busy" if args.busy else "idle"
     records = read_results(args.results)
+    if args.summary:
+        print(summary(records, args.algos, len(args.seeds)))
+        return
     done = {key(r) for r in records if "error" not in r}  # a failed run is run again
     todo = [
         (algo, env_id, runtime, seed)
