@@ -28,7 +28,8 @@ from pathlib import Path
 
 from defaults_matrix import BUSY, CARTPOLE, evaluate, replay_ratio
 
-DEFAULT_RESULTS = Path(__file__).parent / "results" / "defaults_matrix_apex_probes.jsonl"
+# The first fix's Ape-X probes are in defaults_matrix_apex_probes.jsonl; later ones here.
+DEFAULT_RESULTS = Path(__file__).parent / "results" / "defaults_matrix_probes.jsonl"
 
 
 def probe(algo: str, env_id: str, seed: int, busy: bool, flags: list[str]) -> dict[str, object]:
