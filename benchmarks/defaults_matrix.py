@@ -18,14 +18,15 @@ average around it and the replay ratio the replay agents held (the last `replay_
 `metrics.jsonl`: items sampled per item inserted); a cell already in the file is not run again,
 so a matrix can be run piecewise across sessions (a run that failed is run again). The table
 printed at the end holds, per (agent, runtime, load) cell, the worst seed's evaluation, each
-run's time and the replay ratio; `--summary` prints instead the README's table, one row per
-agent with the worst seed of each runtime and load. Run ray cells with `--jobs 1`: two local Ray
+run's time and the replay ratio; `--markdown` prints it as Markdown (the benchmarks page's),
+`--summary` the README's table, one row per agent with the worst seed of each runtime and load.
+Run ray cells with `--jobs 1`: two local Ray
 clusters started at once on a loaded 2-core machine failed to place their processes within
 Ray's 120 s.
 
     python benchmarks/defaults_matrix.py [--algos apex dqn] [--seeds 0 1 2 3 4]
         [--runtimes inline ray] [--busy] [--results FILE] [--max-minutes 14] [--table-only]
-        [--summary]
+        [--summary] [--markdown]
 """
 
 from __future__ import annotations
@@ -141,39 +142,78 @@ def read_results(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def table(records: list[dict[str, Any]], algos: list[str]) -> str:
-    """Worst seed per (agent, runtime, load), each run's time and the replay ratio held."""
+def cell_rows(records: list[dict[str, Any]], algos: list[str]) -> list[dict[str, Any]]:
+    """One row per (agent, task, runtime, load) cell: its seeds, the worst seed's evaluation,
+    the mean, how many seeds reached the target, the mean load average, each run's seconds
+    and the range of replay ratios held."""
     cells: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for r in records:
         if r["algo"] in algos:
             cells.setdefault((r["algo"], r["env"], r["runtime"], r["load"]), []).append(r)
+    rows = []
+    for (algo, env_id, runtime, load), runs in sorted(cells.items()):
+        runs.sort(key=lambda r: r["seed"])
+        ok = [r for r in runs if "error" not in r]
+        worst = min(ok, key=lambda r: r["eval"]) if ok else None
+        ratios = [r["replay_ratio"] for r in ok if r.get("replay_ratio") is not None]
+        loads = [(r["load_before"] + r["load_after"]) / 2 for r in runs]
+        rows.append(
+            {
+                "algo": algo,
+                "env": env_id,
+                "runtime": runtime,
+                "load": load,
+                "seeds": ",".join(str(r["seed"]) for r in runs),
+                "worst": f"{worst['eval']:.1f} (s{worst['seed']})" if worst else "-",
+                "worst_min": f"{worst['eval_min']:.0f}" if worst else "-",
+                "mean": f"{sum(r['eval'] for r in ok) / len(ok):.1f}" if ok else "-",
+                "passed": sum(r["eval"] >= TARGETS[env_id] for r in ok),
+                "runs": len(runs),
+                "load_avg": sum(loads) / len(loads),
+                "times": " ".join(
+                    f"{r['seconds']:.0f}" if "error" not in r else "err" for r in runs
+                ),
+                "ratio": f"{min(ratios):.2f}-{max(ratios):.2f}" if ratios else "-",
+            }
+        )
+    return rows
+
+
+def table(records: list[dict[str, Any]], algos: list[str]) -> str:
+    """Worst seed per (agent, runtime, load), each run's time and the replay ratio held."""
     lines = [
         f"{'agent':<9} {'task':<12} {'runtime':<7} {'load':<5} {'seeds':<10} {'worst':>14} "
         f"{'mean':>7} {'ok':>5} {'load avg':>9}  {'seconds per run':<28} replay ratio",
     ]
-    for (algo, env_id, runtime, load), runs in sorted(cells.items()):
-        runs.sort(key=lambda r: r["seed"])
-        ok = [r for r in runs if "error" not in r]
-        seeds = ",".join(str(r["seed"]) for r in runs)
-        target = TARGETS[env_id]
-        if ok:
-            worst = min(ok, key=lambda r: r["eval"])
-            worst_s = f"{worst['eval']:.1f} (s{worst['seed']})"
-            mean = f"{sum(r['eval'] for r in ok) / len(ok):.1f}"
-        else:
-            worst_s, mean = "-", "-"
-        passed = sum(r["eval"] >= target for r in ok)
-        loads = [(r["load_before"] + r["load_after"]) / 2 for r in runs]
-        ratios = [r["replay_ratio"] for r in ok if r.get("replay_ratio") is not None]
-        ratio_s = f"{min(ratios):.2f}-{max(ratios):.2f}" if ratios else "-"
-        times = " ".join(f"{r['seconds']:.0f}" if "error" not in r else "err" for r in runs)
+    for c in cell_rows(records, algos):
         lines.append(
-            f"{algo:<9} {env_id:<12} {runtime:<7} {load:<5} {seeds:<10} {worst_s:>14} {mean:>7} "
-            f"{passed:>2}/{len(runs):<2} {sum(loads) / len(loads):>9.2f}  {times:<28} {ratio_s}"
+            f"{c['algo']:<9} {c['env']:<12} {c['runtime']:<7} {c['load']:<5} {c['seeds']:<10} "
+            f"{c['worst']:>14} {c['mean']:>7} {c['passed']:>2}/{c['runs']:<2} "
+            f"{c['load_avg']:>9.2f}  {c['times']:<28} {c['ratio']}"
         )
     for algo in algos:
         if algo in SKIPPED:
             lines.append(f"{algo:<9} skipped: {SKIPPED[algo]}")
+    return "\n".join(lines)
+
+
+def markdown_table(records: list[dict[str, Any]], algos: list[str]) -> str:
+    """`table` as Markdown, for the benchmarks page: the worst seed in bold where every seed
+    reached the target, with its lowest episode."""
+    lines = [
+        "| agent | task | runtime | load | seeds | worst seed (predict, 20 episodes; lowest "
+        "episode) | mean | solved | load average | s per run | replay ratio held |",
+        "|" + " --- |" * 11,
+    ]
+    for c in cell_rows(records, algos):
+        worst = f"{c['worst']}; {c['worst_min']}"
+        worst = f"**{worst}**" if c["passed"] == c["runs"] else worst
+        runtime = "ray, 2 actors" if c["runtime"] == "ray" else c["runtime"]
+        lines.append(
+            f"| {c['algo']} | {c['env']} | {runtime} | {c['load']} | {c['seeds']} | {worst} | "
+            f"{c['mean']} | {c['passed']}/{c['runs']} | {c['load_avg']:.2f} | "
+            f"{c['times'].replace(' ', ', ')} | {c['ratio']} |"
+        )
     return "\n".join(lines)
 
 
@@ -227,11 +267,19 @@ def main() -> None:
     parser.add_argument(
         "--summary", action="store_true", help="print the README's table (Markdown), run nothing"
     )
+    parser.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the cell table as Markdown (the benchmarks page's), run nothing",
+    )
     args = parser.parse_args()
     load = "busy" if args.busy else "idle"
     records = read_results(args.results)
     if args.summary:
         print(summary(records, args.algos, len(args.seeds)))
+        return
+    if args.markdown:
+        print(markdown_table(records, args.algos))
         return
     done = {key(r) for r in records if "error" not in r}  # a failed run is run again
     todo = [
